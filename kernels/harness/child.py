@@ -1,0 +1,338 @@
+"""The sandbox child: the only process that ever loads candidate code. Used once.
+
+It reads a plan (written by the evaluator), sets limits on itself, isolates itself where
+the host allows (no network, an unprivileged user), loads the candidate, and for every
+correctness case: fills guarded input buffers, NaN-poisons guarded outputs, calls the
+kernel twice, and saves the outputs for the parent to judge. It never sees expected
+outputs: the parent computes the reference in float64 and compares.
+
+Then it times the candidate interleaved with the baselines on the same inputs, checking
+that every timed call produced the same bits as the verified one.
+
+Records go to fd 3 as JSON lines; the last is ``{"kind": "done"}``. A child that dies
+before that is a crash, whatever its exit code.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+from importlib import import_module
+
+import numpy as np
+
+GUARD_BYTES = 4096
+GUARD_WORD = np.uint32(0x7FA5DEAD)   # a NaN with a payload no kernel computes by accident
+POISON_WORD = np.uint32(0x7FC0BEEF)  # quiet NaN for outputs
+ALIGN = 64
+
+_proto = None
+_proto_fd = 3
+
+
+def emit(kind: str, **fields) -> None:
+    global _proto
+    if _proto is None:
+        _proto = os.fdopen(_proto_fd, "w", buffering=1)
+    _proto.write(json.dumps({"kind": kind, **fields}) + "\n")
+
+
+# --------------------------------------------------------------------------- guarded buffers
+
+class Guarded:
+    """A float32 array with guard words on both sides, 64-byte aligned."""
+
+    def __init__(self, shape):
+        self.shape = tuple(int(d) for d in shape)
+        n = int(np.prod(self.shape)) if self.shape else 1
+        self.words = n
+        gw = GUARD_BYTES // 4
+        raw = np.empty(gw * 2 + n + ALIGN // 4, dtype=np.uint32)
+        shift = (-raw.ctypes.data % ALIGN) // 4
+        self.raw = raw
+        self.lo = raw[shift:shift + gw]
+        self.body = raw[shift + gw:shift + gw + n]
+        self.hi = raw[shift + gw + n:shift + gw * 2 + n]
+        self.array = self.body.view(np.float32).reshape(self.shape)
+        self.lo.fill(GUARD_WORD)
+        self.hi.fill(GUARD_WORD)
+
+    @property
+    def ptr(self) -> int:
+        return self.body.ctypes.data
+
+    def poison(self) -> None:
+        self.body.fill(POISON_WORD)
+
+    def guards_intact(self) -> bool:
+        return bool((self.lo == GUARD_WORD).all() and (self.hi == GUARD_WORD).all())
+
+
+def digest(a: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8), digest_size=16).hexdigest()
+
+
+# --------------------------------------------------------------------------- isolation
+
+def isolate(plan: dict) -> list[str]:
+    """Best-effort OS isolation on top of the limits; returns what was applied."""
+    applied = []
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 38, 4
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
+        applied.append("no_new_privs")
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if os.geteuid() == 0 and plan.get("isolate", True):
+        CLONE_NEWNET = 0x40000000
+        if libc.unshare(CLONE_NEWNET) == 0:
+            applied.append("no_network")
+        uid = plan.get("run_as_uid", 65534)
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            applied.append(f"uid_{uid}")
+        except OSError:
+            pass
+    return applied
+
+
+def _mallopt(libc, perturb: int) -> None:
+    M_PERTURB, M_MMAP_THRESHOLD = -6, -3
+    libc.mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+    libc.mallopt(M_PERTURB, perturb)
+
+
+# --------------------------------------------------------------------------- the candidate
+
+class CpuKernel:
+    """Calls the candidate's ``kernel`` through ctypes with the workload's ABI."""
+
+    def __init__(self, artifact: str, args: list[dict], entry: str):
+        self.lib = ctypes.CDLL(os.path.abspath(artifact), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        self.fn = getattr(self.lib, entry)
+        types = {"in": ctypes.c_void_p, "out": ctypes.c_void_p, "dim": ctypes.c_int64, "f32": ctypes.c_float}
+        self.fn.argtypes = [types[a["kind"]] for a in args]
+        self.fn.restype = None
+        self.args = args
+
+    def bind(self, buffers: dict, dims: dict, scalars: dict):
+        values = []
+        for a in self.args:
+            if a["kind"] in ("in", "out"):
+                values.append(buffers[a["name"]].ptr)
+            elif a["kind"] == "dim":
+                values.append(int(dims[a["name"]]))
+            else:
+                values.append(float(scalars[a["name"]]))
+        fn = self.fn
+        return lambda: fn(*values)
+
+
+# --------------------------------------------------------------------------- phases
+
+class Case:
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.inputs = {}
+        for name, path in spec["inputs"].items():
+            data = np.load(path, allow_pickle=False)
+            g = Guarded(data.shape)
+            g.array[...] = data
+            self.inputs[name] = g
+        self.outputs = {name: Guarded(shape) for name, shape in spec["outputs"].items()}
+
+    def buffers(self) -> dict:
+        return {**self.inputs, **self.outputs}
+
+    def check_inputs(self) -> list[str]:
+        problems = []
+        for name, g in self.inputs.items():
+            if digest(g.array) != self.spec["input_digests"][name]:
+                problems.append(f"input {name} was modified")
+            if not g.guards_intact():
+                problems.append(f"memory around input {name} was written")
+        for name, g in self.outputs.items():
+            if not g.guards_intact():
+                problems.append(f"memory around output {name} was written (out of bounds)")
+        return problems
+
+
+def run_correctness(kernel: CpuKernel, case_spec: dict, libc) -> None:
+    case = Case(case_spec)
+    call = kernel.bind(case.buffers(), case_spec["dims"], case_spec.get("scalars", {}))
+    runs = []
+    for attempt, perturb in enumerate((0x5A, 0xC3)):
+        _mallopt(libc, perturb)
+        for g in case.outputs.values():
+            g.poison()
+        emit("call", case=case_spec["id"], attempt=attempt)
+        call()
+        problems = case.check_inputs()
+        if problems:
+            emit("case", id=case_spec["id"], problems=problems)
+            return
+        runs.append({name: g.array.copy() for name, g in case.outputs.items()})
+    saved = {}
+    for name, arr in runs[0].items():
+        path = f"out_{case_spec['id']}_{name}.npy"
+        np.save(path, arr, allow_pickle=False)
+        saved[name] = path
+    identical = all(np.array_equal(runs[0][n].view(np.uint32), runs[1][n].view(np.uint32)) for n in runs[0])
+    emit("case", id=case_spec["id"], outputs=saved, problems=[], deterministic=identical)
+
+
+def _load_baselines(timing: dict, case: Case, dims: dict, scalars: dict) -> tuple[list, list]:
+    impls, notes = [], []
+    for b in timing.get("baselines", []):
+        if b.get("requires"):
+            try:
+                import_module(b["requires"])
+            except Exception as exc:
+                notes.append(f"baseline {b['name']} skipped: {b['requires']} is not importable ({exc})")
+                continue
+        mod, _, attr = b["fn"].partition(":")
+        outs = {name: Guarded(shape) for name, shape in case.spec["outputs"].items()}
+        try:
+            factory = getattr(import_module(mod), attr)
+            call = factory({n: g.array for n, g in case.inputs.items()} | dict(scalars),
+                           {n: g.array for n, g in outs.items()}, dict(dims))
+            call()
+        except Exception as exc:
+            notes.append(f"baseline {b['name']} failed to run: {type(exc).__name__}: {exc}")
+            continue
+        impls.append({"name": b["name"], "call": call, "outputs": outs})
+    return impls, notes
+
+
+def _cache_flusher(timing: dict):
+    if not timing.get("cold_cache"):
+        return lambda: None
+    scratch = np.zeros(timing.get("flush_bytes", 256 << 20) // 8, dtype=np.float64)
+    def flush():
+        scratch += 1.0
+    return flush
+
+
+def _blas_info() -> list:
+    try:
+        from threadpoolctl import threadpool_info
+        return [{k: i.get(k) for k in ("internal_api", "architecture", "num_threads", "version")}
+                for i in threadpool_info()]
+    except Exception:
+        return []
+
+
+def run_timing(kernel: CpuKernel, timing: dict, libc) -> None:
+    case = Case(timing["case"])
+    dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
+    baselines, notes = _load_baselines(timing, case, dims, scalars)
+    cand_call = kernel.bind(case.buffers(), dims, scalars)
+    outs = case.outputs
+    for g in outs.values():
+        g.poison()
+    cand_call()
+    problems = case.check_inputs()
+    if problems:
+        emit("timing", problems=problems)
+        return
+    first = {n: g.array.copy() for n, g in outs.items()}
+    saved = {}
+    for name, arr in first.items():
+        path = f"out_timing_{name}.npy"
+        np.save(path, arr, allow_pickle=False)
+        saved[name] = path
+    impls = [{"name": "candidate", "call": cand_call, "outputs": outs}] + baselines
+    flush = _cache_flusher(timing)
+    for impl in impls:
+        for _ in range(timing.get("warmup", 2)):
+            impl["call"]()
+    samples = {impl["name"]: [] for impl in impls}
+    cpu_s = wall_s = 0.0
+    mismatch_at = None
+    calls = 0
+    started = time.perf_counter()
+    min_calls, max_calls = timing.get("min_calls", 20), timing.get("max_calls", 200)
+    budget = timing.get("budget_seconds", 2.0)
+    for rnd in range(max_calls):
+        order = impls[rnd % len(impls):] + impls[:rnd % len(impls)]
+        for impl in order:
+            for g in impl["outputs"].values():
+                g.poison()
+            flush()
+            is_cand = impl["name"] == "candidate"
+            if is_cand:
+                r0 = resource.getrusage(resource.RUSAGE_SELF)
+            t0 = time.perf_counter_ns()
+            impl["call"]()
+            t1 = time.perf_counter_ns()
+            samples[impl["name"]].append((t1 - t0) / 1e6)
+            if is_cand:
+                r1 = resource.getrusage(resource.RUSAGE_SELF)
+                cpu_s += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                wall_s += (t1 - t0) / 1e9
+                calls += 1
+                if mismatch_at is None and not all(
+                        np.array_equal(outs[n].array.view(np.uint32), first[n].view(np.uint32)) for n in outs):
+                    mismatch_at = calls
+            else:
+                for g in impl["outputs"].values():  # leave nothing a candidate could copy
+                    g.body.fill(0)
+        n = rnd + 1
+        if n >= min_calls:
+            elapsed = time.perf_counter() - started
+            precise = all(_rel_err(s) < 0.01 for s in samples.values())
+            if precise or elapsed > budget:
+                break
+    problems = case.check_inputs()
+    emit("timing", outputs=saved, samples=samples, problems=problems, timed_calls=calls,
+         mismatch_at_call=mismatch_at, cpu_seconds=cpu_s, wall_seconds=wall_s,
+         notes=notes, blas=_blas_info())
+
+
+def _rel_err(s: list[float]) -> float:
+    if len(s) < 4:
+        return 1.0
+    q = statistics.quantiles(s, n=4)
+    med = statistics.median(s)
+    return (q[2] - q[0]) / med / (len(s) ** 0.5) if med > 0 else 1.0
+
+
+# --------------------------------------------------------------------------- entry
+
+def main(plan_path: str) -> int:
+    with open(plan_path) as f:
+        plan = json.load(f)
+    from kernels.harness.sandbox import Limits, apply_limits
+    global _proto_fd
+    _proto_fd = int(os.environ.get("INT21_PROTO_FD", 3))
+    os.environ.clear()
+    os.environ.update(plan.get("env", {}))
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count() or 1)
+    except Exception:
+        pass
+    applied = isolate(plan)
+    apply_limits(Limits(**plan["limits"]))
+    libc = ctypes.CDLL(None)
+    emit("hello", pid=os.getpid(), isolation=applied)
+    emit("phase", phase="load")
+    kernel = CpuKernel(plan["artifact"], plan["args"], plan.get("entry", "kernel"))
+    emit("phase", phase="correctness")
+    for case_spec in plan["cases"]:
+        run_correctness(kernel, case_spec, libc)
+    if plan.get("timing"):
+        emit("phase", phase="timing")
+        run_timing(kernel, plan["timing"], libc)
+    emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

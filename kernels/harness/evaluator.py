@@ -1,0 +1,452 @@
+"""The evaluator: static checks → compile → audit → correctness → benchmark → sanity.
+
+Cheapest stage first; the first failing stage decides the outcome. Whatever the candidate
+does, ``evaluate`` returns an :class:`EvalOutcome`; only infrastructure faults (no
+compiler, a full disk) raise.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from kernels import targets, workloads
+from kernels.harness import sandbox
+from kernels.harness.outcome import EvalOutcome, Stage
+from kernels.harness.static import check_source
+from kernels.harness.timing import speedups, summarize
+from kernels.harness.verify import compare, input_digest
+from kernels.spec import Shape, Tolerance, Workload
+from kernels.targets.base import CompileFailure
+
+SUSPICIOUS_SPEEDUP = 10.0   # over a strong baseline: re-checked in a fresh process
+PHYSICS_MARGIN_BW = 2.0     # × the measured STREAM ceiling (non-temporal stores beat plain copy)
+PHYSICS_MARGIN_FLOPS = 1.1  # × the measured FMA peak
+
+
+@dataclass
+class EvalSettings:
+    """How hard to check and how long to wait. Defaults follow HARNESS.md; goals tighten."""
+
+    compile_timeout: float = 120.0
+    run_timeout: float = 180.0
+    seeds: int = 5
+    shapes: tuple[Shape, ...] | None = None        # correctness shapes (default: awkward + minimal)
+    extra_shapes: tuple[Shape, ...] = ()           # held-out shapes, added to correctness
+    timing_shape: Shape | None = None              # default: the workload's first typical shape
+    timing: bool = True
+    baselines: tuple[str, ...] | None = None       # None: the workload's default baselines
+    min_calls: int = 20
+    max_calls: int = 200
+    timing_budget_s: float = 2.0
+    cold_cache: bool = False
+    fast_math: bool = False
+    memory_mb: int = 4096
+    tolerance: Tolerance | None = None
+    launcher: str = "zygote"                       # "zygote" | "spawn"
+    recheck: bool = True
+    isolate: bool = True
+
+
+@dataclass
+class _Case:
+    id: str
+    kind: str
+    shape: Shape
+    distribution: str
+    seed: int
+    inputs: dict = field(default_factory=dict)
+    scalars: dict = field(default_factory=dict)
+    reference: dict | None = None
+    reports: dict = field(default_factory=dict)
+
+    def label(self) -> str:
+        return f"{self.kind} {self.shape} {self.distribution} seed {self.seed}"
+
+
+class Evaluator:
+    def __init__(self, settings: EvalSettings | None = None):
+        self.settings = settings or EvalSettings()
+
+    # ------------------------------------------------------------------ public
+
+    def evaluate(self, source: str, params: dict, workload: Workload | str, target: str = "cpu") -> EvalOutcome:
+        wl = workloads.get(workload) if isinstance(workload, str) else workload
+        tgt = targets.get(target)
+        ok, why = tgt.available()
+        if not ok:
+            raise RuntimeError(f"target {target} is not available here: {why}")
+        stages: list[Stage] = []
+        fingerprint = tgt.fingerprint()
+
+        def finish(status, reason, **kw) -> EvalOutcome:
+            return EvalOutcome(status=status, reason=reason, stages=stages, fingerprint=fingerprint, **kw)
+
+        # static
+        t0 = time.monotonic()
+        findings = check_source(source, tgt.language)
+        bad_params = _param_problems(params)
+        stages.append(Stage("static", "failed" if findings or bad_params else "passed",
+                            time.monotonic() - t0,
+                            "; ".join([f.sentence() for f in findings] + bad_params) or "no forbidden constructs",
+                            {"findings": [f.__dict__ for f in findings], "param_problems": bad_params}))
+        if findings or bad_params:
+            first = findings[0].sentence() if findings else bad_params[0]
+            return finish("rejected_static", f"Refused before compiling: {first}.")
+
+        # compile
+        options = {"compile_timeout": self.settings.compile_timeout, "fast_math": self.settings.fast_math,
+                   "entry": "kernel", "params": params}
+        art = tgt.compile(source, params, options)
+        if isinstance(art, CompileFailure):
+            stages.append(Stage("compile", "failed", art.seconds, art.reason, {"log": art.log[-8000:]}))
+            return finish("compile_error", f"Did not compile: {art.reason}.")
+        stages.append(Stage("compile", "passed", art.compile_seconds,
+                            "compiled (cached)" if art.cached else "compiled",
+                            {"log": art.log[-8000:], "cached": art.cached, "resources": art.resources}))
+
+        # audit
+        t0 = time.monotonic()
+        audit = tgt.audit(art, options)
+        stages.append(Stage("audit", "passed" if audit.ok else "failed", time.monotonic() - t0,
+                            "; ".join(audit.problems) or "binary uses only allowed symbols and resources",
+                            audit.details))
+        resources = {**art.resources, **audit.details.get("resources", {})}
+        if not audit.ok:
+            return finish("audit_failed", f"The compiled kernel {audit.problems[0]}.", resources=resources)
+
+        runnable, why_not = tgt.can_run()
+        if not runnable:
+            stages.append(Stage("correctness", "skipped", 0.0, why_not))
+            return finish("compiled_only", f"Compiled and audited, not run: {why_not}.", resources=resources)
+
+        workdir = _workdir()
+        try:
+            return self._run_stages(wl, tgt, art, params, workdir, stages, finish, resources)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ dynamic stages
+
+    def _run_stages(self, wl, tgt, art, params, workdir, stages, finish, resources):
+        s = self.settings
+        tol = s.tolerance or wl.tolerance
+        shutil.copyfile(art.path, workdir / "kernel.so")
+
+        # correctness
+        t0 = time.monotonic()
+        cases = self._cases(wl)
+        for case in cases:
+            self._materialise(wl, case, workdir)
+        run = self._launch(wl, workdir, "correct", cases=cases, timing_case=None)
+        verdict = _judge_correctness(wl, cases, run, tol, workdir)
+        stages.append(Stage("correctness", "passed" if verdict is None else "failed", time.monotonic() - t0,
+                            verdict[1] if verdict else f"{len(cases)} cases passed ({tol.describe()})",
+                            {"cases": _case_reports(cases, run, tol), "isolation": _isolation(run),
+                             **_exit_details(run)}))
+        if verdict:
+            return finish(verdict[0], verdict[1], resources=resources)
+        if not s.timing:
+            return finish("ok", f"Correct on {len(cases)} cases; not timed.", resources=resources)
+
+        # benchmark
+        t0 = time.monotonic()
+        tcase = _Case("timing", "typical", s.timing_shape or wl.shapes.typical[0], wl.distributions[0], 9001)
+        self._materialise(wl, tcase, workdir)
+        bench = self._benchmark(wl, workdir, tcase, tol)
+        stages.append(Stage("benchmark", "passed" if bench["verdict"] is None else "failed",
+                            time.monotonic() - t0, bench["summary"], bench["details"]))
+        if bench["verdict"]:
+            return finish(*bench["verdict"], resources=resources, timings=bench["timings"])
+
+        # sanity
+        t0 = time.monotonic()
+        ceilings = _ceilings(tgt)
+        flags = _sanity_flags(wl, tcase.shape, bench, ceilings, params)
+        notes = []
+        if flags and s.recheck:
+            notes.append("re-checked in a fresh process: " + "; ".join(flags))
+            bench2 = self._benchmark(wl, workdir, tcase, tol)
+            if bench2["verdict"]:
+                stages.append(Stage("sanity", "failed", time.monotonic() - t0, bench2["summary"], {"flags": flags}))
+                return finish(*bench2["verdict"], resources=resources, timings=bench2["timings"])
+            flags2 = _sanity_flags(wl, tcase.shape, bench2, ceilings, params)
+            physical = [f for f in flags2 if "ceiling" in f or "CPU" in f]
+            if physical:
+                stages.append(Stage("sanity", "failed", time.monotonic() - t0, "; ".join(physical),
+                                    {"flags": flags2, "ceilings": ceilings}))
+                return finish("suspicious", f"Physically implausible, twice: {physical[0]}.",
+                              resources=resources, timings=bench2["timings"],
+                              speedup=speedups(bench2["timings"]), notes=notes)
+            bench, flags = bench2, flags2
+        stages.append(Stage("sanity", "passed", time.monotonic() - t0,
+                            "; ".join(flags) if flags else "within this host's measured ceilings",
+                            {"flags": flags, "ceilings": ceilings, **_roofline(wl, tcase.shape, bench, ceilings)}))
+        resources.update(bench["details"].get("cpu", {}))
+        speed = speedups(bench["timings"])
+        best = max(speed.items(), key=lambda kv: kv[1]) if speed else None
+        reason = (f"Correct on {len(cases)} cases; {bench['timings']['candidate']['median_ms']:.3f} ms median at "
+                  f"{tcase.shape}" + (f", {best[1]:.2f}x {best[0]}" if best else "") + ".")
+        return finish("ok", reason, timings=bench["timings"], speedup=speed, resources=resources,
+                      notes=notes + bench["notes"])
+
+    def _benchmark(self, wl, workdir, tcase, tol) -> dict:
+        run = self._launch(wl, workdir, "bench", cases=[], timing_case=tcase)
+        rec = next((r for r in run.records if r.get("kind") == "timing"), None)
+        done = any(r.get("kind") == "done" for r in run.records)
+        result = {"verdict": None, "timings": {}, "notes": [], "details": {**_exit_details(run)}}
+        if run.timed_out or not done or rec is None:
+            status, reason = _death(run, "while being timed")
+            result.update(verdict=(status, reason), summary=reason)
+            return result
+        if rec.get("problems"):
+            reason = f"While being timed at {tcase.shape}: {rec['problems'][0]}."
+            result.update(verdict=("wrong", reason), summary=reason)
+            return result
+        outputs = {n: np.load(workdir / p) for n, p in rec["outputs"].items()}
+        reports = {n: compare(outputs[n], tcase.reference[n], tol) for n in tcase.reference}
+        result["details"]["verification"] = reports
+        bad = next((r for r in reports.values() if not r["passed"]), None)
+        if bad:
+            reason = f"Wrong at the timed shape {tcase.shape}: {bad['why']}."
+            result.update(verdict=("wrong", reason), summary=reason)
+            return result
+        if rec.get("mismatch_at_call"):
+            reason = (f"Timed call #{rec['mismatch_at_call']} produced different output from the verified "
+                      "call (a kernel must not change behaviour after N calls).")
+            result.update(verdict=("wrong", reason), summary=reason)
+            return result
+        timings = {name: summarize(samples) for name, samples in rec["samples"].items()}
+        result["timings"] = timings
+        result["notes"] = rec.get("notes", [])
+        wall = rec.get("wall_seconds") or 0.0
+        result["details"].update(
+            timings=timings, timed_calls=rec.get("timed_calls"), blas=rec.get("blas"),
+            cpu={"cpu_per_wall": (rec.get("cpu_seconds", 0.0) / wall) if wall else None},
+            shape=tcase.shape.as_dict(), cold_cache=self.settings.cold_cache)
+        cand = timings["candidate"]
+        result["summary"] = (f"{cand['median_ms']:.3f} ms median (IQR {cand['iqr_ms']:.3f}, min {cand['min_ms']:.3f}) "
+                             f"over {cand['n']} calls, interleaved with "
+                             f"{', '.join(n for n in timings if n != 'candidate') or 'no baselines'}")
+        return result
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _cases(self, wl: Workload) -> list[_Case]:
+        s = self.settings
+        shapes = ([("custom", sh) for sh in s.shapes] if s.shapes else wl.shapes.correctness())
+        shapes += [("held_out", sh) for sh in s.extra_shapes]
+        cases = []
+        dists = wl.distributions
+        for si, (kind, shape) in enumerate(shapes):
+            for seed in range(s.seeds):
+                dist = dists[(seed + si) % len(dists)]
+                cases.append(_Case(f"c{len(cases)}", kind, shape, dist, seed))
+            # every distribution on every shape, even when there are more of them than seeds
+            for extra in dists[s.seeds:] if len(dists) > s.seeds else ():
+                cases.append(_Case(f"c{len(cases)}", kind, shape, extra, 100 + len(cases)))
+        return cases
+
+    def _materialise(self, wl: Workload, case: _Case, workdir: Path) -> None:
+        data = wl.make_inputs(case.shape, case.distribution, case.seed)
+        for name, value in data.items():
+            if isinstance(value, np.ndarray):
+                arr = np.ascontiguousarray(value, dtype=np.float32)
+                case.inputs[name] = arr
+                np.save(workdir / f"in_{case.id}_{name}.npy", arr, allow_pickle=False)
+            else:
+                case.scalars[name] = float(value)
+        case.reference = wl.reference({**case.inputs, **case.scalars}, case.shape)
+
+    def _plan_case(self, wl: Workload, case: _Case) -> dict:
+        return {
+            "id": case.id,
+            "dims": case.shape.as_dict(),
+            "scalars": case.scalars,
+            "inputs": {n: f"in_{case.id}_{n}.npy" for n in case.inputs},
+            "input_digests": {n: input_digest(a) for n, a in case.inputs.items()},
+            "outputs": {n: list(shp) for n, shp in wl.out_shapes(case.shape).items()},
+        }
+
+    def _launch(self, wl, workdir, name, *, cases, timing_case) -> sandbox.ProcessResult:
+        s = self.settings
+        baselines = [b for b in wl.baselines.get("cpu", ())
+                     if (b.name in s.baselines if s.baselines is not None else b.default)]
+        plan = {
+            "target": "cpu",
+            "artifact": "kernel.so",
+            "entry": "kernel",
+            "args": [{"name": a.name, "kind": a.kind} for a in wl.args],
+            "limits": {"wall_seconds": s.run_timeout, "cpu_seconds": int(s.run_timeout * 4) + 10,
+                       "memory_mb": s.memory_mb, "file_mb": 4096, "open_files": 256},
+            "isolate": s.isolate,
+            "cases": [self._plan_case(wl, c) for c in cases],
+            "timing": None if timing_case is None else {
+                "case": self._plan_case(wl, timing_case),
+                "baselines": [{"name": b.name, "fn": b.fn, "requires": b.requires} for b in baselines],
+                "min_calls": s.min_calls, "max_calls": s.max_calls, "budget_seconds": s.timing_budget_s,
+                "warmup": 2, "cold_cache": s.cold_cache,
+            },
+        }
+        plan_path = workdir / f"plan_{name}.json"
+        plan_path.write_text(json.dumps(plan))
+        _share(workdir)
+        limits = sandbox.Limits(wall_seconds=s.run_timeout)
+        if s.launcher == "zygote":
+            try:
+                return sandbox.Zygote.for_this_thread().run(plan_path, cwd=workdir, limits=limits)
+            except sandbox.ZygoteError:
+                pass  # fall back to a fresh interpreter; slower, same guarantees
+        return sandbox.run_process([sys.executable, "-s", "-B", "-m", "kernels.harness.child", str(plan_path)],
+                                   cwd=workdir, limits=limits, protocol=True)
+
+
+# --------------------------------------------------------------------------- judging
+
+def _death(run: sandbox.ProcessResult, when: str) -> tuple[str, str]:
+    last = next((r for r in reversed(run.records) if r.get("kind") in ("call", "phase")), None)
+    where = ""
+    if last and last.get("kind") == "call":
+        where = f" (in case {last['case']}, call {last['attempt'] + 1})"
+    elif last:
+        where = f" (during {last['phase']})"
+    if run.timed_out:
+        return "timeout", f"The kernel ran past the {run.seconds:.0f} s limit {when}{where} and was killed."
+    tail = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
+    memory = "MemoryError" in run.stderr or "Cannot allocate memory" in run.stderr
+    extra = f": {tail[0][:200]}" if tail else ""
+    if memory:
+        extra = " after exhausting its memory limit" + extra
+    return "crashed", f"The sandbox child {run.describe_exit()} {when}{where}{extra}."
+
+
+def _judge_correctness(wl, cases, run, tol, workdir: Path) -> tuple[str, str] | None:
+    done = any(r.get("kind") == "done" for r in run.records)
+    if run.timed_out or not done:
+        return _death(run, "during correctness checks")
+    by_id = {r["id"]: r for r in run.records if r.get("kind") == "case"}
+    for case in cases:
+        rec = by_id.get(case.id)
+        if rec is None:
+            return "crashed", f"The sandbox child skipped case {case.label()}."
+        if rec["problems"]:
+            return "wrong", f"On {case.label()}: {rec['problems'][0]}."
+    for case in cases:
+        rec = by_id[case.id]
+        for name, ref in case.reference.items():
+            report = compare(np.load(workdir / rec["outputs"][name]), ref, tol)
+            case.reports[name] = report
+            if not report["passed"]:
+                return "wrong", f"Wrong on {case.label()}, output {name}: {report['why']}."
+    if wl.deterministic:
+        for case in cases:
+            if not by_id[case.id].get("deterministic", True):
+                return "nondeterministic", (f"Two runs on the same inputs ({case.label()}) gave different bits; "
+                                            "the kernel reads memory it never wrote, or races.")
+    return None
+
+
+def _case_reports(cases, run, tol) -> list:
+    rows = []
+    by_id = {r["id"]: r for r in run.records if r.get("kind") == "case"}
+    for c in cases:
+        rec = by_id.get(c.id, {})
+        reports = c.reports
+        row = {"id": c.id, "kind": c.kind, "shape": c.shape.label(), "distribution": c.distribution,
+               "seed": c.seed, "problems": rec.get("problems"), "deterministic": rec.get("deterministic"),
+               "outputs": {n: {k: v for k, v in r.items() if k != "shape"} for n, r in reports.items()}}
+        row["passed"] = bool(rec) and not rec.get("problems") and all(r["passed"] for r in reports.values()) \
+            and bool(reports)
+        rows.append(row)
+    return rows
+
+
+def _exit_details(run) -> dict:
+    return {"exit": run.describe_exit(), "seconds": round(run.seconds, 3),
+            "stderr_tail": run.stderr[-2000:], "stdout_tail": run.stdout[-2000:],
+            "output_truncated": run.stdout_truncated or run.stderr_truncated}
+
+
+def _isolation(run) -> list:
+    hello = next((r for r in run.records if r.get("kind") == "hello"), {})
+    return hello.get("isolation", [])
+
+
+def _param_problems(params: dict) -> list[str]:
+    problems = []
+    for name, value in params.items():
+        if not (isinstance(name, str) and name.isidentifier() and name.isupper()):
+            problems.append(f"param name {name!r} must be an UPPER_CASE identifier")
+        elif not (isinstance(value, (int, str)) and not isinstance(value, float)):
+            problems.append(f"param {name} must be an integer or a variant name")
+        elif isinstance(value, str) and not value.replace("_", "").isalnum():
+            problems.append(f"param {name}: variant name {value!r} must be alphanumeric")
+    return problems
+
+
+# --------------------------------------------------------------------------- sanity
+
+def _ceilings(tgt) -> dict:
+    try:
+        from kernels.harness.roofline import cpu_ceilings
+        return cpu_ceilings(tgt.fingerprint()) if tgt.name == "cpu" else {}
+    except Exception as exc:  # a missing ceiling disables the physics check, visibly
+        return {"error": f"could not measure this host's ceilings: {exc}"}
+
+
+def _roofline(wl, shape, bench, ceilings) -> dict:
+    med = bench["timings"]["candidate"]["median_ms"] / 1e3
+    out = {"achieved_gbs": wl.bytes_moved(shape) / med / 1e9, "achieved_gflops": wl.flops(shape) / med / 1e9}
+    if ceilings.get("copy_gbs"):
+        out["pct_of_copy_bandwidth"] = 100 * out["achieved_gbs"] / ceilings["copy_gbs"]
+    if ceilings.get("peak_gflops"):
+        out["pct_of_peak_flops"] = 100 * out["achieved_gflops"] / ceilings["peak_gflops"]
+    return out
+
+
+def _sanity_flags(wl, shape, bench, ceilings, params) -> list[str]:
+    flags = []
+    t = bench["timings"]
+    med = t["candidate"]["median_ms"] / 1e3
+    llc = targets.get("cpu").fingerprint().get("llc_bytes") or 0
+    bw = wl.bytes_moved(shape) / med / 1e9
+    bw_ceiling = max(ceilings.get("copy_gbs", 0), ceilings.get("triad_gbs", 0))
+    if bw_ceiling and wl.bytes_moved(shape) > 2 * llc and bw > PHYSICS_MARGIN_BW * bw_ceiling:
+        flags.append(f"implies {bw:.0f} GB/s, above {PHYSICS_MARGIN_BW:g}x the measured bandwidth ceiling "
+                     f"({bw_ceiling:.0f} GB/s)")
+    gflops = wl.flops(shape) / med / 1e9
+    peak = ceilings.get("peak_gflops", 0)
+    if peak and gflops > PHYSICS_MARGIN_FLOPS * peak:
+        flags.append(f"implies {gflops:.0f} GFLOP/s, above the measured compute ceiling ({peak:.0f} GFLOP/s)")
+    ratio = bench["details"].get("cpu", {}).get("cpu_per_wall")
+    threads = params.get("THREADS")
+    if ratio and isinstance(threads, int) and ratio > threads * 1.25 + 0.35:
+        flags.append(f"used {ratio:.2f} CPU-seconds per second with THREADS={threads} (hidden threads?)")
+    strong = {b.name for bl in wl.baselines.values() for b in bl if b.strong}
+    for name, ratio_ in speedups(t).items():
+        if name in strong and ratio_ > SUSPICIOUS_SPEEDUP:
+            flags.append(f"{ratio_:.1f}x faster than {name}, a strong baseline")
+    return flags
+
+
+# --------------------------------------------------------------------------- files
+
+def _workdir() -> Path:
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="int21-eval-", dir=base))
+
+
+def _share(workdir: Path) -> None:
+    """Let the child, which drops to an unprivileged user when we are root, use the folder."""
+    if os.geteuid() != 0:
+        return
+    os.chmod(workdir, 0o777)
+    for p in workdir.iterdir():
+        os.chmod(p, 0o666 if p.is_file() else 0o777)

@@ -1,0 +1,332 @@
+"""Running untrusted work in a child process: limits, a watchdog, capped output.
+
+Two ways to get a fresh child, both used once per candidate:
+
+- :func:`run_process` execs a program (the compiler, or a fresh Python for the child);
+- :class:`Zygote` forks a child from a small server process that has already imported
+  NumPy and torch but never loaded candidate code, so a child starts in milliseconds
+  instead of the seconds torch takes to import.
+
+Either way the child gets a new session (its own process group, so the watchdog kills
+everything it started), a minimal environment, no inherited descriptors beyond its
+pipes, a working directory of its own, and resource limits. Its stdout/stderr are always
+drained (a chatty child cannot deadlock us) and capped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OUTPUT_CAP = 64 * 1024           # bytes of stdout/stderr kept per stream
+PROTOCOL_CAP = 16 * 1024 * 1024  # bytes of protocol records kept
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one child. ``memory_mb`` is address space on top of what the
+    child already maps when it sets its limits (Python + NumPy + torch)."""
+
+    wall_seconds: float = 180.0
+    cpu_seconds: int = 600
+    memory_mb: int = 4096
+    file_mb: int = 1024
+    open_files: int = 256
+
+
+@dataclass
+class ProcessResult:
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    records: list = field(default_factory=list)
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+    def describe_exit(self) -> str:
+        if self.timed_out:
+            return f"ran past its {self.seconds:.1f} s wall-clock limit and was killed"
+        if self.signal:
+            try:
+                name = signal.Signals(self.signal).name
+            except ValueError:
+                name = f"signal {self.signal}"
+            return f"was killed by {name}"
+        return f"exited with code {self.returncode}"
+
+
+def minimal_env(extra: dict | None = None) -> dict:
+    """What a child sees: no secrets, no OpenBLAS overrides (the baseline runs its native
+    kernel), threads pinned to what the host has."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": "/nonexistent",
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+    }
+    for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    env.update(extra or {})
+    return env
+
+
+def apply_limits(limits: Limits, *, relative_memory: bool = True) -> None:
+    """Called inside the child, on itself, before it touches candidate code."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20, limits.file_mb << 20))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    base = 0
+    if relative_memory:
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmSize:"):
+                        base = int(line.split()[1]) * 1024
+        except OSError:
+            base = 0
+    cap = base + (limits.memory_mb << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+class _Drain(threading.Thread):
+    """Reads a pipe to EOF, keeping at most ``cap`` bytes."""
+
+    def __init__(self, fd: int, cap: int):
+        super().__init__(daemon=True)
+        self.fd, self.cap = fd, cap
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.truncated = False
+
+    def run(self):
+        try:
+            while True:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                room = self.cap - self.kept
+                if room > 0:
+                    self.chunks.append(chunk[:room])
+                    self.kept += min(room, len(chunk))
+                if len(chunk) > room:
+                    self.truncated = True
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+
+def _parse_records(raw: str) -> list:
+    records = []
+    for line in raw.splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            records.append({"kind": "garbled", "text": line[:200]})
+    return records
+
+
+def _preexec(limits: Limits | None):
+    def fn():
+        os.setsid()
+        if limits is not None:
+            apply_limits(limits, relative_memory=False)
+    return fn
+
+
+def run_process(argv: list[str], *, cwd: Path, limits: Limits, env: dict | None = None,
+                protocol: bool = False) -> ProcessResult:
+    """Exec ``argv`` in a new session with ``limits``; kill the group at the wall limit.
+
+    With ``protocol=True`` the child gets a third pipe as fd 3 for JSON-line records
+    (kept apart from stdout, which the candidate could in principle reach).
+    """
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    proto_r = proto_w = None
+    pass_fds = ()
+    if protocol:
+        proto_r, proto_w = os.pipe()
+        pass_fds = (proto_w,)
+    env = dict(env if env is not None else minimal_env())
+    if proto_w is not None:
+        env["INT21_PROTO_FD"] = str(proto_w)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=out_w, stderr=err_w, pass_fds=pass_fds, close_fds=True,
+            preexec_fn=_preexec(limits if not protocol else None),
+        )
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+        if proto_w is not None:
+            os.close(proto_w)
+    drains = [_Drain(out_r, OUTPUT_CAP), _Drain(err_r, OUTPUT_CAP)]
+    if proto_r is not None:
+        drains.append(_Drain(proto_r, PROTOCOL_CAP))
+    for d in drains:
+        d.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=limits.wall_seconds)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        proc.wait()
+    _kill_group(proc.pid)  # anything the child left behind in its session
+    for d in drains:
+        d.join(timeout=5)
+    result = ProcessResult(
+        returncode=proc.returncode, timed_out=timed_out, seconds=time.monotonic() - start,
+        stdout=drains[0].text(), stderr=drains[1].text(),
+        stdout_truncated=drains[0].truncated, stderr_truncated=drains[1].truncated,
+    )
+    if protocol:
+        result.records = _parse_records(drains[2].text())
+    return result
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# --------------------------------------------------------------------------- zygote client
+
+class ZygoteError(RuntimeError):
+    """The fork server could not be started or stopped answering (infrastructure fault)."""
+
+
+class Zygote:
+    """Client of ``kernels.harness.zygote``: one server per evaluating thread.
+
+    ``spawn`` hands the server the write ends of three pipes; the server forks a child
+    that runs :func:`kernels.harness.child.main` on the plan and tells us its pid, then
+    its exit status. On the wall limit we ask the server to kill the child's group (the
+    server, which reaps the child, is the only one who can do so without a pid race).
+    """
+
+    _local = threading.local()
+
+    def __init__(self):
+        self._sock = None
+        self._proc = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_this_thread(cls) -> "Zygote":
+        z = getattr(cls._local, "zygote", None)
+        if z is None or not z.alive():
+            z = cls._local.zygote = cls()
+            z.start()
+        return z
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = minimal_env({"INT21_ZYGOTE_FD": str(child.fileno())})
+        self._proc = subprocess.Popen(
+            [sys.executable, "-s", "-B", "-m", "kernels.harness.zygote"],
+            cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(child.fileno(),), start_new_session=True,
+        )
+        child.close()
+        self._sock = parent
+        self._file = parent.makefile("rb")
+        hello = self._read(timeout=120)
+        if hello.get("kind") != "ready":
+            raise ZygoteError(f"fork server did not start: {hello}")
+        self.preloaded = hello.get("preloaded", [])
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            _kill_group(self._proc.pid)
+            self._proc.wait()
+            self._proc = None
+
+    def _read(self, timeout: float | None) -> dict:
+        self._sock.settimeout(timeout)
+        try:
+            line = self._file.readline()
+        except (socket.timeout, TimeoutError):
+            raise
+        except OSError as exc:
+            raise ZygoteError(f"fork server connection failed: {exc}") from exc
+        if not line:
+            raise ZygoteError("fork server closed its connection")
+        return json.loads(line)
+
+    def run(self, plan_path: Path, *, cwd: Path, limits: Limits) -> ProcessResult:
+        with self._lock:
+            return self._run(plan_path, cwd, limits)
+
+    def _run(self, plan_path: Path, cwd: Path, limits: Limits) -> ProcessResult:
+        pipes = [os.pipe() for _ in range(3)]
+        start = time.monotonic()
+        request = json.dumps({"kind": "spawn", "plan": str(plan_path), "cwd": str(cwd)}).encode() + b"\n"
+        try:
+            socket.send_fds(self._sock, [request], [w for _, w in pipes])
+        finally:
+            for _, w in pipes:
+                os.close(w)
+        drains = [_Drain(pipes[0][0], OUTPUT_CAP), _Drain(pipes[1][0], OUTPUT_CAP),
+                  _Drain(pipes[2][0], PROTOCOL_CAP)]
+        for d in drains:
+            d.start()
+        timed_out = False
+        try:
+            spawned = self._read(timeout=30)
+            if spawned.get("kind") != "spawned":
+                raise ZygoteError(f"fork server refused: {spawned}")
+            remaining = max(0.1, limits.wall_seconds - (time.monotonic() - start))
+            try:
+                status = self._read(timeout=remaining)
+            except (socket.timeout, TimeoutError):
+                timed_out = True
+                self._sock.settimeout(None)
+                self._sock.sendall(json.dumps({"kind": "kill", "pid": spawned["pid"]}).encode() + b"\n")
+                status = self._read(timeout=30)
+        except (socket.timeout, TimeoutError) as exc:
+            self.stop()
+            raise ZygoteError("fork server stopped answering") from exc
+        except ZygoteError:
+            self.stop()
+            raise
+        for d in drains:
+            d.join(timeout=5)
+        result = ProcessResult(
+            returncode=status.get("returncode"), timed_out=timed_out,
+            seconds=time.monotonic() - start, stdout=drains[0].text(), stderr=drains[1].text(),
+            stdout_truncated=drains[0].truncated, stderr_truncated=drains[1].truncated,
+        )
+        result.records = _parse_records(drains[2].text())
+        return result

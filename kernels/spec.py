@@ -1,0 +1,459 @@
+"""The vocabulary of the kernel world: workloads, their kernel ABI, design spaces, tolerances.
+
+Framework-free: nothing here imports Django. A workload is one folder under
+``kernels/workloads/`` whose ``__init__.py`` builds a :class:`Workload`.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+
+class SpecError(ValueError):
+    """A design space, constraint or parameter set that cannot be used; the message says why."""
+
+
+# --------------------------------------------------------------------------- kernel ABI
+
+ARG_KINDS = ("in", "out", "dim", "f32")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of the kernel entry point, in call order.
+
+    ``in``/``out`` are float32 buffers (``const float *`` / ``float *``), ``dim`` is an
+    ``int64_t`` taken from the shape, ``f32`` is a ``float`` scalar taken from the inputs.
+    """
+
+    name: str
+    kind: str
+
+    def __post_init__(self):
+        if self.kind not in ARG_KINDS:
+            raise SpecError(f"argument {self.name!r}: kind must be one of {ARG_KINDS}")
+
+    def c_decl(self) -> str:
+        return {
+            "in": f"const float *{self.name}",
+            "out": f"float *{self.name}",
+            "dim": f"int64_t {self.name}",
+            "f32": f"float {self.name}",
+        }[self.kind]
+
+
+def c_signature(args: Iterable[Arg], name: str = "kernel") -> str:
+    return f"void {name}({', '.join(a.c_decl() for a in args)})"
+
+
+# --------------------------------------------------------------------------- shapes
+
+@dataclass(frozen=True)
+class Shape:
+    """Named problem dimensions, e.g. ``Shape.of(rows=4096, cols=4096)``."""
+
+    dims: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, **dims: int) -> "Shape":
+        return cls(tuple((k, int(v)) for k, v in dims.items()))
+
+    def __getitem__(self, key: str) -> int:
+        for k, v in self.dims:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.dims)
+
+    def label(self) -> str:
+        return "x".join(str(v) for _, v in self.dims)
+
+    def __str__(self) -> str:
+        return self.label()
+
+
+@dataclass(frozen=True)
+class ShapeSets:
+    """Shapes a workload is checked on. ``typical`` is also what is timed by default."""
+
+    typical: tuple[Shape, ...]
+    awkward: tuple[Shape, ...]
+    minimal: tuple[Shape, ...]
+    held_out: tuple[Shape, ...] = ()
+
+    def correctness(self) -> list[tuple[str, Shape]]:
+        return ([("awkward", s) for s in self.awkward] + [("minimal", s) for s in self.minimal])
+
+
+# --------------------------------------------------------------------------- tolerance
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|out - ref| <= atol + rtol * |ref|`` elementwise, or a relative-RMSE bound."""
+
+    atol: float = 1e-4
+    rtol: float = 1e-4
+    rel_rmse: float | None = None
+
+    def describe(self) -> str:
+        if self.rel_rmse is not None:
+            return f"relative RMSE <= {self.rel_rmse:g}"
+        return f"atol {self.atol:g}, rtol {self.rtol:g}"
+
+
+# --------------------------------------------------------------------------- design space
+
+PARAM_KINDS = ("int", "choice", "bool", "variant")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed knob. ``int``: low..high (step); ``choice``: listed ints; ``bool``: 0/1;
+    ``variant``: an algorithm template, chosen by name (the value is the template key)."""
+
+    name: str
+    kind: str
+    low: int = 0
+    high: int = 0
+    step: int = 1
+    choices: tuple = ()
+    default: object = None
+    help: str = ""
+
+    def __post_init__(self):
+        if not self.name.isidentifier() or not self.name.isupper():
+            raise SpecError(f"param {self.name!r}: names are UPPER_CASE identifiers (they become C macros)")
+        if self.kind not in PARAM_KINDS:
+            raise SpecError(f"param {self.name}: kind must be one of {PARAM_KINDS}")
+        if self.kind == "int" and (self.high < self.low or self.step < 1):
+            raise SpecError(f"param {self.name}: empty range {self.low}..{self.high} step {self.step}")
+        if self.kind in ("choice", "variant") and not self.choices:
+            raise SpecError(f"param {self.name}: a {self.kind} needs at least one choice")
+
+    def values(self) -> list:
+        if self.kind == "int":
+            return list(range(self.low, self.high + 1, self.step))
+        if self.kind == "bool":
+            return [0, 1]
+        return list(self.choices)
+
+    def default_value(self):
+        if self.default is not None:
+            return self.default
+        return self.values()[0]
+
+    def check(self, value) -> str | None:
+        if self.kind == "variant":
+            return None if value in self.choices else f"{self.name} must be one of {list(self.choices)}"
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{self.name} must be an integer, got {value!r}"
+        if value not in self.values():
+            if self.kind == "int":
+                return f"{self.name} must be in {self.low}..{self.high} (step {self.step}), got {value}"
+            return f"{self.name} must be one of {self.values()}, got {value}"
+        return None
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "kind": self.kind}
+        if self.kind == "int":
+            d.update(low=self.low, high=self.high, step=self.step)
+        elif self.kind in ("choice", "variant"):
+            d["choices"] = list(self.choices)
+        d["default"] = self.default_value()
+        if self.help:
+            d["help"] = self.help
+        return d
+
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
+    ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+}
+_CMPOPS = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_FUNCS = {"min": min, "max": max, "abs": abs}
+
+
+class Constraint:
+    """A boolean expression over params and shape dims, parsed safely (never ``eval``).
+
+    Grammar: integers, strings, names, ``+ - * / // % ** & |``, comparisons (chained),
+    ``and or not``, ``x if c else y``, tuples/lists for ``in``, and ``min max abs``.
+    """
+
+    def __init__(self, expr: str, message: str = ""):
+        self.expr = expr.strip()
+        self.message = message or f"violates {self.expr}"
+        if not self.expr:
+            raise SpecError("a constraint cannot be empty")
+        try:
+            self._tree = ast.parse(self.expr, mode="eval")
+        except SyntaxError as exc:
+            raise SpecError(f"constraint {self.expr!r} is not a valid expression: {exc.msg}") from None
+        self._check_nodes(self._tree)
+        self.names = sorted({n.id for n in ast.walk(self._tree) if isinstance(n, ast.Name)} - set(_FUNCS))
+
+    def _check_nodes(self, tree):
+        allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Name,
+                   ast.Load, ast.Constant, ast.IfExp, ast.Tuple, ast.List, ast.Call, ast.And, ast.Or,
+                   ast.Not, ast.USub, ast.UAdd, *_BINOPS, *_CMPOPS)
+        for node in ast.walk(tree):
+            if not isinstance(node, allowed):
+                raise SpecError(f"constraint {self.expr!r}: {type(node).__name__} is not allowed")
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS
+                                                   and not node.keywords):
+                raise SpecError(f"constraint {self.expr!r}: only min(), max() and abs() may be called")
+            if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str)):
+                raise SpecError(f"constraint {self.expr!r}: constant {node.value!r} is not allowed")
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+                if not (isinstance(node.right, ast.Constant) and isinstance(node.right.value, int)
+                        and 0 <= node.right.value <= 64):
+                    raise SpecError(f"constraint {self.expr!r}: ** needs a small constant exponent")
+
+    def evaluate(self, env: Mapping[str, object]) -> bool:
+        missing = [n for n in self.names if n not in env]
+        if missing:
+            raise SpecError(f"constraint {self.expr!r} uses unknown name(s): {', '.join(missing)}")
+        try:
+            return bool(self._eval(self._tree.body, env))
+        except ZeroDivisionError:
+            return False
+        except TypeError as exc:
+            raise SpecError(f"constraint {self.expr!r}: {exc}") from None
+
+    def _eval(self, node, env):
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(self._eval(e, env) for e in node.elts)
+        if isinstance(node, ast.UnaryOp):
+            v = self._eval(node.operand, env)
+            return {ast.Not: lambda x: not x, ast.USub: operator.neg, ast.UAdd: operator.pos}[type(node.op)](v)
+        if isinstance(node, ast.BinOp):
+            return _BINOPS[type(node.op)](self._eval(node.left, env), self._eval(node.right, env))
+        if isinstance(node, ast.BoolOp):
+            if isinstance(node.op, ast.And):
+                return all(self._eval(v, env) for v in node.values)
+            return any(self._eval(v, env) for v in node.values)
+        if isinstance(node, ast.Compare):
+            left = self._eval(node.left, env)
+            for op, comp in zip(node.ops, node.comparators):
+                right = self._eval(comp, env)
+                if not _CMPOPS[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return self._eval(node.body if self._eval(node.test, env) else node.orelse, env)
+        if isinstance(node, ast.Call):
+            return _FUNCS[node.func.id](*(self._eval(a, env) for a in node.args))
+        raise SpecError(f"constraint {self.expr!r}: cannot evaluate {type(node).__name__}")
+
+    def to_json(self) -> dict:
+        return {"expr": self.expr, "message": self.message}
+
+    def __repr__(self) -> str:
+        return f"Constraint({self.expr!r})"
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """Typed params plus constraints over params and shape dims."""
+
+    params: tuple[Param, ...]
+    constraints: tuple[Constraint, ...] = ()
+
+    def __post_init__(self):
+        names = [p.name for p in self.params]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise SpecError(f"duplicate param name(s): {', '.join(sorted(dupes))}")
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise SpecError(f"unknown param {name!r}; the space has {', '.join(self.names) or 'no params'}")
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def size(self) -> int:
+        return math.prod(len(p.values()) for p in self.params)
+
+    def default(self) -> dict:
+        return {p.name: p.default_value() for p in self.params}
+
+    def violations(self, params: Mapping[str, object], shapes: Iterable[Shape] = ()) -> list[str]:
+        """Every reason ``params`` is not a legal point for these shapes (empty list: legal)."""
+        problems = []
+        unknown = sorted(set(params) - set(self.names))
+        if unknown:
+            problems.append(f"unknown param(s): {', '.join(unknown)}")
+        for p in self.params:
+            if p.name not in params:
+                problems.append(f"missing param {p.name}")
+                continue
+            msg = p.check(params[p.name])
+            if msg:
+                problems.append(msg)
+        if problems:
+            return problems
+        shapes = list(shapes) or [None]
+        for c in self.constraints:
+            for shape in shapes:
+                env = dict(params)
+                if shape is not None:
+                    env.update(shape.as_dict())
+                if not c.evaluate(env):
+                    where = f" at shape {shape}" if shape is not None else ""
+                    problems.append(f"{c.message}{where}")
+                    break
+        return problems
+
+    def sample(self, rng: random.Random, shapes: Iterable[Shape] = (), tries: int = 1000) -> dict | None:
+        shapes = list(shapes)
+        for _ in range(tries):
+            point = {p.name: rng.choice(p.values()) for p in self.params}
+            if not self.violations(point, shapes):
+                return point
+        return None
+
+    def to_json(self) -> dict:
+        return {"params": [p.to_json() for p in self.params],
+                "constraints": [c.to_json() for c in self.constraints]}
+
+
+# --------------------------------------------------------------------------- templates, baselines
+
+@dataclass(frozen=True)
+class Template:
+    """Seed kernel sources for one target. ``variants`` maps a variant name to a source file
+    (relative to the workload folder); the ``variant_param`` of the space selects among them."""
+
+    target: str
+    variants: Mapping[str, str]
+    space: DesignSpace
+    variant_param: str | None = None
+    folder: Path | None = None
+
+    def variant_of(self, params: Mapping[str, object]) -> str:
+        if self.variant_param is None:
+            return next(iter(self.variants))
+        return str(params.get(self.variant_param, next(iter(self.variants))))
+
+    def source(self, variant: str | None = None) -> str:
+        name = variant or next(iter(self.variants))
+        if name not in self.variants:
+            raise SpecError(f"unknown variant {name!r}; choose from {', '.join(self.variants)}")
+        return (self.folder / self.variants[name]).read_text()
+
+    def seeds(self) -> list[tuple[str, dict]]:
+        """One (source, params) seed candidate per variant, using the space's defaults."""
+        out = []
+        for name in self.variants:
+            params = self.space.default()
+            if self.variant_param:
+                params[self.variant_param] = name
+            out.append((self.source(name), params))
+        return out
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What an engineer would use instead; timed against the candidate inside the same child.
+
+    ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, shape) -> callable`` prepares
+    once (wraps buffers, compiles) and returns the zero-argument call that is timed; the call
+    MUST write the preallocated ``outputs``. ``strong`` marks a baseline an engineer would
+    really ship (a speedup above 10x a strong baseline is re-checked). ``default=False``
+    baselines (slow to prepare, e.g. torch.compile) run only when a goal asks for them.
+    """
+
+    name: str
+    fn: str
+    strong: bool = False
+    requires: str = ""  # importable module needed ("torch"); missing → skipped with a note
+    default: bool = True
+    description: str = ""
+
+
+# --------------------------------------------------------------------------- workload
+
+@dataclass
+class Workload:
+    """A computation the factory can write kernels for. See docs/ARCHITECTURE.md."""
+
+    name: str
+    description: str
+    args: tuple[Arg, ...]
+    shapes: ShapeSets
+    distributions: tuple[str, ...]
+    tolerance: Tolerance
+    make_inputs: Callable[[Shape, str, int], dict]
+    reference: Callable[[dict, Shape], dict]
+    flops: Callable[[Shape], float]
+    bytes_moved: Callable[[Shape], float]
+    out_shapes: Callable[[Shape], dict]
+    templates: dict[str, Template] = field(default_factory=dict)
+    baselines: dict[str, tuple[Baseline, ...]] = field(default_factory=dict)
+    deterministic: bool = True
+    shape_dims: tuple[str, ...] = ()
+    flop_bound: bool = False
+
+    def __post_init__(self):
+        if not self.shape_dims:
+            self.shape_dims = tuple(a.name for a in self.args if a.kind == "dim")
+
+    def signature(self, target: str = "cpu") -> str:
+        if target == "cuda":
+            return "extern \"C\" __global__ " + c_signature(self.args)
+        return c_signature(self.args)
+
+    def shape_from_text(self, text: str) -> Shape:
+        """Parse ``4096x4096`` (values in the order of ``shape_dims``)."""
+        parts = text.lower().replace("×", "x").split("x")
+        if len(parts) != len(self.shape_dims):
+            raise SpecError(f"{self.name} shapes have {len(self.shape_dims)} dims "
+                            f"({'x'.join(self.shape_dims)}), got {text!r}")
+        try:
+            values = [int(p) for p in parts]
+        except ValueError:
+            raise SpecError(f"shape {text!r}: dims must be integers") from None
+        if any(v < 1 for v in values):
+            raise SpecError(f"shape {text!r}: dims must be >= 1")
+        return Shape(tuple(zip(self.shape_dims, values)))
+
+    def template(self, target: str) -> Template:
+        try:
+            return self.templates[target]
+        except KeyError:
+            raise SpecError(f"workload {self.name} has no seed kernels for target {target!r}") from None
+
+    def input_names(self) -> list[str]:
+        return [a.name for a in self.args if a.kind == "in"]
+
+    def output_names(self) -> list[str]:
+        return [a.name for a in self.args if a.kind == "out"]
+
+
+def rng_for(seed: int, shape: Shape, distribution: str) -> np.random.Generator:
+    """A generator that depends on everything that identifies an input case."""
+    key = f"{seed}|{shape.label()}|{distribution}".encode()
+    return np.random.default_rng(list(key))

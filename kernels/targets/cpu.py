@@ -1,0 +1,195 @@
+"""CPU target: C11 + OpenMP through the system C compiler into a shared object.
+
+The shared object is only ever loaded inside a sandbox child. Builds are cached by
+source + params + flags + compiler version.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from kernels.harness.sandbox import Limits, minimal_env, run_process
+from kernels.targets.base import Artifact, AuditResult, CompileFailure, cache_dir, param_prelude
+
+CC = os.environ.get("INT21_CC", "gcc")
+INCLUDE_DIR = Path(__file__).resolve().parents[1] / "harness" / "include"
+BASE_FLAGS = [f"-I{INCLUDE_DIR}", "-std=gnu11", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-ident",
+              "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas",
+              "-Werror=implicit-function-declaration", "-Werror=implicit-int",
+              "-Werror=incompatible-pointer-types", "-Werror=return-type", "-Werror=int-conversion"]
+
+# Undefined symbols a kernel may import: libm, OpenMP's runtime, memory, and the C
+# runtime's own housekeeping. Everything else (stdio, sockets, processes, dlopen,
+# timers…) fails the audit however the source spelled it.
+_LIBM = (r"(exp|exp2|exp10|expm1|log|log2|log10|log1p|sqrt|cbrt|pow|sin|cos|tan|sinh|cosh|tanh|"
+         r"asin|acos|atan|atan2|asinh|acosh|atanh|erf|erfc|fma|fmax|fmin|floor|ceil|round|lround|"
+         r"llround|rint|lrint|llrint|nearbyint|trunc|fabs|fmod|remainder|copysign|ldexp|frexp|"
+         r"hypot|tgamma|lgamma|sincos|modf|scalbn|ilogb|logb|nextafter)[fl]?")
+ALLOWED_SYMBOLS = re.compile(
+    rf"^(?:{_LIBM}|__{_LIBM}_finite|"
+    r"GOMP_\w+|omp_get_(thread_num|num_threads|max_threads|num_procs|level|team_size|"
+    r"ancestor_thread_num|dynamic|nested)|omp_set_num_threads|omp_in_parallel|"
+    r"memcpy|memmove|memset|memcmp|__memcpy_chk|__memmove_chk|__memset_chk|"
+    r"malloc|calloc|realloc|free|aligned_alloc|posix_memalign|"
+    r"abort|exit|_exit|__assert_fail|__stack_chk_fail|__cxa_finalize|__gmon_start__|"
+    r"_ITM_deregisterTMCloneTable|_ITM_registerTMCloneTable)$")
+
+
+def _run(argv, timeout=30) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_version() -> str:
+    first = _run([CC, "--version"]).splitlines()
+    return first[0] if first else ""
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_fingerprint() -> dict:
+    model, flags = platform.processor() or "", []
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and not model.strip("x86_64 "):
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = line.split(":", 1)[1].split()
+                    break
+    except OSError:
+        pass
+    interesting = sorted(f for f in flags if f.startswith(("avx", "fma", "sse4", "amx", "f16c", "bmi")))
+    llc = 0
+    for index in range(8):
+        p = Path(f"/sys/devices/system/cpu/cpu0/cache/index{index}")
+        if (p / "level").exists() and (p / "level").read_text().strip() == "3":
+            size = (p / "size").read_text().strip()
+            llc = int(size[:-1]) * (1024 if size.endswith("K") else 1024 * 1024 if size.endswith("M") else 1)
+    return {
+        "target": "cpu",
+        "cpu_model": model,
+        "cpu_flags": interesting,
+        "cores": os.cpu_count(),
+        "llc_bytes": llc,
+        "machine": platform.machine(),
+        "compiler": compiler_version(),
+    }
+
+
+class CpuTarget:
+    name = "cpu"
+    language = "c"
+
+    def available(self) -> tuple[bool, str]:
+        if shutil.which(CC) is None:
+            return False, f"no C compiler: {CC!r} is not on PATH (set INT21_CC)"
+        if shutil.which("nm") is None:
+            return False, "binutils 'nm' is missing: the symbol audit cannot run"
+        return True, ""
+
+    def can_run(self) -> tuple[bool, str]:
+        return self.available()
+
+    def fingerprint(self) -> dict:
+        return cpu_fingerprint()
+
+    def flags(self, options: dict) -> list[str]:
+        flags = list(BASE_FLAGS)
+        if options.get("fast_math"):
+            flags.append("-ffast-math")
+        return flags
+
+    def compile(self, source: str, params: dict, options: dict) -> Artifact | CompileFailure:
+        flags = self.flags(options)
+        text = param_prelude(params) + source
+        key = hashlib.sha256("\0".join([text, " ".join(flags), compiler_version()]).encode()).hexdigest()[:32]
+        out_dir = cache_dir() / "cpu"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        artifact = out_dir / f"{key}.so"
+        if artifact.exists():
+            log_path = artifact.with_suffix(".log")
+            return Artifact(artifact, 0.0, log_path.read_text() if log_path.exists() else "", cached=True)
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="int21-cc-") as tmp:
+            src = Path(tmp) / "kernel.c"
+            src.write_text(text)
+            limits = Limits(wall_seconds=options.get("compile_timeout", 120), cpu_seconds=300,
+                            memory_mb=4096, file_mb=256)
+            result = run_process([CC, *flags, "-o", "kernel.so", "kernel.c", "-lm"], cwd=Path(tmp),
+                                 limits=limits, env=minimal_env({"TMPDIR": tmp}))
+            seconds = time.monotonic() - start
+            log = (result.stdout + result.stderr)[-20000:]
+            if result.timed_out:
+                return CompileFailure(f"compilation ran past its {limits.wall_seconds:g} s limit",
+                                      log, timed_out=True, seconds=seconds)
+            if result.returncode != 0 or not (Path(tmp) / "kernel.so").exists():
+                first = next((ln for ln in log.splitlines() if "error" in ln), log.strip()[:200])
+                return CompileFailure(f"the compiler rejected the source: {first.strip()}", log, seconds=seconds)
+            tmp_art = out_dir / f".{key}.{os.getpid()}.tmp"
+            shutil.copyfile(Path(tmp) / "kernel.so", tmp_art)
+            os.replace(tmp_art, artifact)
+            artifact.with_suffix(".log").write_text(log)
+        return Artifact(artifact, seconds, log)
+
+    # ------------------------------------------------------------------ audit
+
+    def audit(self, artifact: Artifact, options: dict) -> AuditResult:
+        problems, details = [], {}
+        undefined = _symbols(artifact.path, "--undefined-only")
+        defined = _symbols(artifact.path, "--defined-only")
+        details["imports"] = sorted(undefined)
+        bad = sorted(s for s in undefined if not ALLOWED_SYMBOLS.match(s))
+        if bad:
+            problems.append(f"imports symbols outside the allowlist: {', '.join(bad)}")
+        entry = options.get("entry", "kernel")
+        if entry not in defined:
+            problems.append(f"does not export the entry point '{entry}'")
+        init = _section_sizes(artifact.path)
+        details["sections"] = init
+        baseline = _baseline_sections(tuple(self.flags(options)))
+        for sec in (".init_array", ".fini_array", ".ctors", ".dtors", ".preinit_array"):
+            if init.get(sec, 0) > baseline.get(sec, 0):
+                problems.append(f"runs code when loaded or unloaded ({sec} has extra entries)")
+        details["text_bytes"] = init.get(".text", 0)
+        return AuditResult(not problems, problems, details)
+
+
+def _symbols(path: Path, which: str) -> set[str]:
+    out = _run(["nm", "-D", which, "--format=posix", str(path)])
+    names = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if parts:
+            names.add(parts[0].split("@")[0])
+    return names
+
+
+def _section_sizes(path: Path) -> dict:
+    sizes = {}
+    for line in _run(["readelf", "-S", "-W", str(path)]).splitlines():
+        m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", line)
+        if m:
+            sizes[m.group(1)] = int(m.group(2), 16)
+    return sizes
+
+
+@functools.lru_cache(maxsize=4)
+def _baseline_sections(flags: tuple) -> dict:
+    """Section sizes of an empty kernel built the same way: what the toolchain adds itself."""
+    with tempfile.TemporaryDirectory(prefix="int21-cc-") as tmp:
+        (Path(tmp) / "k.c").write_text("void kernel(void) {}\n")
+        subprocess.run([CC, *flags, "-o", "k.so", "k.c", "-lm"], cwd=tmp, capture_output=True, timeout=60)
+        return _section_sizes(Path(tmp) / "k.so") if (Path(tmp) / "k.so").exists() else {}

@@ -1,0 +1,81 @@
+"""softmax: y[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)) for every row, float32."""
+from pathlib import Path
+
+import numpy as np
+
+from kernels.spec import (Arg, Baseline, Constraint, DesignSpace, Param, Shape, ShapeSets,
+                          Template, Tolerance, Workload, rng_for)
+from kernels.workloads.softmax.reference import reference  # noqa: E402
+
+HERE = Path(__file__).parent
+DISTRIBUTIONS = ("normal", "large", "tiny", "mixed", "masked")
+
+
+def make_inputs(shape: Shape, distribution: str, seed: int) -> dict:
+    rows, cols = shape["rows"], shape["cols"]
+    rng = rng_for(seed, shape, distribution)
+    if distribution == "normal":
+        x = rng.standard_normal((rows, cols))
+    elif distribution == "large":  # logits far from zero: exp overflows without the max shift
+        x = rng.standard_normal((rows, cols)) * 30.0 + rng.choice([-80.0, 80.0], size=(rows, 1))
+    elif distribution == "tiny":
+        x = rng.standard_normal((rows, cols)) * 1e-6
+    elif distribution == "mixed":  # mostly flat with a few dominant entries per row
+        x = rng.uniform(-5, 5, (rows, cols))
+        x[rng.random((rows, cols)) < 0.01] = 40.0
+    elif distribution == "masked":  # attention-style masks; every row keeps one finite entry
+        x = rng.standard_normal((rows, cols)) * 3
+        x[rng.random((rows, cols)) < 0.3] = -np.inf
+        x[:, rng.integers(0, cols)] = rng.standard_normal(rows)
+    else:
+        raise ValueError(f"softmax has no distribution {distribution!r}")
+    return {"x": np.ascontiguousarray(x, dtype=np.float32)}
+
+
+SPACE = DesignSpace(
+    params=(
+        Param("ALGO", "variant", choices=("two_pass", "online"), help="algorithm template"),
+        Param("THREADS", "choice", choices=(1, 2, 4, 8), help="OpenMP threads"),
+        Param("VEC", "choice", choices=(1, 8, 16), help="vector width: scalar, AVX2 or AVX-512"),
+        Param("FAST_EXP", "bool", help="scalar loops: polynomial exp instead of libm expf"),
+        Param("CHUNK", "choice", choices=(1, 4, 16, 64), help="rows per OpenMP static chunk"),
+    ),
+    constraints=(
+        Constraint("CHUNK * THREADS <= max(rows, 1) or CHUNK == 1",
+                   "CHUNK x THREADS exceeds the rows: some threads would get no work"),
+    ),
+)
+
+WORKLOAD = Workload(
+    name="softmax",
+    description="Row-wise softmax of a float32 matrix (rows x cols); rows may hold -inf masks.",
+    args=(Arg("x", "in"), Arg("y", "out"), Arg("rows", "dim"), Arg("cols", "dim")),
+    shapes=ShapeSets(
+        typical=(Shape.of(rows=4096, cols=4096),),
+        awkward=(Shape.of(rows=67, cols=1013), Shape.of(rows=5, cols=4099)),
+        minimal=(Shape.of(rows=1, cols=1), Shape.of(rows=1, cols=33)),
+        held_out=(Shape.of(rows=4096, cols=2048), Shape.of(rows=333, cols=3001)),
+    ),
+    distributions=DISTRIBUTIONS,
+    tolerance=Tolerance(atol=1e-5, rtol=1e-4),
+    make_inputs=make_inputs,
+    reference=reference,
+    flops=lambda s: 5.0 * s["rows"] * s["cols"],
+    bytes_moved=lambda s: 8.0 * s["rows"] * s["cols"],
+    out_shapes=lambda s: {"y": (s["rows"], s["cols"])},
+    templates={
+        "cpu": Template("cpu", {"two_pass": "cpu_two_pass.c", "online": "cpu_online.c"}, SPACE,
+                        variant_param="ALGO", folder=HERE),
+    },
+    baselines={
+        "cpu": (
+            Baseline("numpy", "kernels.workloads.softmax.baselines:numpy_softmax",
+                     description="NumPy: max, exp, sum, divide with out= buffers"),
+            Baseline("torch", "kernels.workloads.softmax.baselines:torch_softmax", strong=True,
+                     requires="torch", description="torch.softmax(out=) into a preallocated tensor"),
+            Baseline("torch_compile", "kernels.workloads.softmax.baselines:torch_compiled_softmax",
+                     strong=True, requires="torch", default=False,
+                     description="torch.compile (Inductor C++/OpenMP)"),
+        ),
+    },
+)

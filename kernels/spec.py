@@ -352,6 +352,8 @@ class Template:
     space: DesignSpace
     variant_param: str | None = None
     folder: Path | None = None
+    # CUDA only: (shape, params) -> ((gx, gy, gz), (bx, by, bz), dynamic_shared_bytes)
+    launch: Callable[[Shape, Mapping[str, object]], tuple] | None = None
 
     def variant_of(self, params: Mapping[str, object]) -> str:
         if self.variant_param is None:

@@ -45,7 +45,8 @@ class EvalSettings:
     baselines: tuple[str, ...] | None = None       # None: the workload's default baselines
     min_calls: int = 20
     max_calls: int = 200
-    timing_budget_s: float = 2.0
+    timing_budget_s: float = 1.0                  # stop after min_calls once past this…
+    target_rel_err: float = 0.02                   # …or once every median is this precise
     cold_cache: bool = False
     fast_math: bool = False
     memory_mb: int = 4096
@@ -65,15 +66,32 @@ class _Case:
     inputs: dict = field(default_factory=dict)
     scalars: dict = field(default_factory=dict)
     reference: dict | None = None
+    ref32: dict | None = None
     reports: dict = field(default_factory=dict)
 
     def label(self) -> str:
         return f"{self.kind} {self.shape} {self.distribution} seed {self.seed}"
 
 
+class _Stages(list):
+    """The stage list; tells an observer (a progress bar, a live page) as each one lands."""
+
+    def __init__(self, on_stage):
+        super().__init__()
+        self.on_stage = on_stage
+
+    def append(self, stage: Stage) -> None:
+        super().append(stage)
+        if self.on_stage:
+            self.on_stage(stage)
+
+
 class Evaluator:
-    def __init__(self, settings: EvalSettings | None = None):
+    """``Evaluator(settings, on_stage=callback).evaluate(source, params, workload, target)``."""
+
+    def __init__(self, settings: EvalSettings | None = None, on_stage=None):
         self.settings = settings or EvalSettings()
+        self.on_stage = on_stage
 
     # ------------------------------------------------------------------ public
 
@@ -83,11 +101,11 @@ class Evaluator:
         ok, why = tgt.available()
         if not ok:
             raise RuntimeError(f"target {target} is not available here: {why}")
-        stages: list[Stage] = []
+        stages: list[Stage] = _Stages(self.on_stage)
         fingerprint = tgt.fingerprint()
 
         def finish(status, reason, **kw) -> EvalOutcome:
-            return EvalOutcome(status=status, reason=reason, stages=stages, fingerprint=fingerprint, **kw)
+            return EvalOutcome(status=status, reason=reason, stages=list(stages), fingerprint=fingerprint, **kw)
 
         # static
         t0 = time.monotonic()
@@ -159,7 +177,7 @@ class Evaluator:
         # benchmark
         t0 = time.monotonic()
         tcase = _Case("timing", "typical", s.timing_shape or wl.shapes.typical[0], wl.distributions[0], 9001)
-        self._materialise(wl, tcase, workdir)
+        self._materialise(wl, tcase, workdir, cache=True)
         bench = self._benchmark(wl, workdir, tcase, tol)
         stages.append(Stage("benchmark", "passed" if bench["verdict"] is None else "failed",
                             time.monotonic() - t0, bench["summary"], bench["details"]))
@@ -211,7 +229,8 @@ class Evaluator:
             result.update(verdict=("wrong", reason), summary=reason)
             return result
         outputs = {n: np.load(workdir / p) for n, p in rec["outputs"].items()}
-        reports = {n: compare(outputs[n], tcase.reference[n], tol) for n in tcase.reference}
+        reports = {n: compare(outputs[n], tcase.reference[n], tol, (tcase.ref32 or {}).get(n))
+                   for n in tcase.reference}
         result["details"]["verification"] = reports
         bad = next((r for r in reports.values() if not r["passed"]), None)
         if bad:
@@ -254,16 +273,44 @@ class Evaluator:
                 cases.append(_Case(f"c{len(cases)}", kind, shape, extra, 100 + len(cases)))
         return cases
 
-    def _materialise(self, wl: Workload, case: _Case, workdir: Path) -> None:
-        data = wl.make_inputs(case.shape, case.distribution, case.seed)
-        for name, value in data.items():
-            if isinstance(value, np.ndarray):
-                arr = np.ascontiguousarray(value, dtype=np.float32)
-                case.inputs[name] = arr
-                np.save(workdir / f"in_{case.id}_{name}.npy", arr, allow_pickle=False)
+    def _materialise(self, wl: Workload, case: _Case, workdir: Path, cache: bool = False) -> None:
+        """Make the case's inputs (files for the child) and its float64 reference (kept here).
+
+        ``cache``: the timing case is the same every evaluation (fixed seed, large shape),
+        so its inputs and reference are computed once per process and the input files are
+        hard-linked into each fresh working directory."""
+        key = (wl.name, case.shape.label(), case.distribution, case.seed)
+        hit = _TIMING_CASES.get(key) if cache else None
+        if hit is None:
+            data = wl.make_inputs(case.shape, case.distribution, case.seed)
+            inputs = {n: np.ascontiguousarray(v, dtype=np.float32) for n, v in data.items()
+                      if isinstance(v, np.ndarray)}
+            scalars = {n: float(v) for n, v in data.items() if not isinstance(v, np.ndarray)}
+            reference = wl.reference({**inputs, **scalars}, case.shape)
+            files = {}
+            if cache:
+                store = Path(tempfile.mkdtemp(prefix="int21-case-", dir=_shm()))
+                os.chmod(store, 0o755)
+                for n, arr in inputs.items():
+                    files[n] = store / f"{n}.npy"
+                    np.save(files[n], arr, allow_pickle=False)
+                    os.chmod(files[n], 0o444)
+                ref32 = {n: r.astype(np.float32) for n, r in reference.items()}
+                hit = (inputs, scalars, reference, ref32, files)
+                _TIMING_CASES.clear()  # keep one: these are large
+                _TIMING_CASES[key] = hit
             else:
-                case.scalars[name] = float(value)
-        case.reference = wl.reference({**case.inputs, **case.scalars}, case.shape)
+                hit = (inputs, scalars, reference, None, files)
+        case.inputs, case.scalars, case.reference, case.ref32, files = hit
+        for name, arr in case.inputs.items():
+            dest = workdir / f"in_{case.id}_{name}.npy"
+            if name in files:
+                try:
+                    os.link(files[name], dest)
+                    continue
+                except OSError:
+                    pass
+            np.save(dest, arr, allow_pickle=False)
 
     def _plan_case(self, wl: Workload, case: _Case) -> dict:
         return {
@@ -292,6 +339,7 @@ class Evaluator:
                 "case": self._plan_case(wl, timing_case),
                 "baselines": [{"name": b.name, "fn": b.fn, "requires": b.requires} for b in baselines],
                 "min_calls": s.min_calls, "max_calls": s.max_calls, "budget_seconds": s.timing_budget_s,
+                "target_rel_err": s.target_rel_err,
                 "warmup": 2, "cold_cache": s.cold_cache,
             },
         }
@@ -438,9 +486,15 @@ def _sanity_flags(wl, shape, bench, ceilings, params) -> list[str]:
 
 # --------------------------------------------------------------------------- files
 
+_TIMING_CASES: dict = {}
+
+
+def _shm() -> str | None:
+    return "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+
 def _workdir() -> Path:
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix="int21-eval-", dir=base))
+    return Path(tempfile.mkdtemp(prefix="int21-eval-", dir=_shm()))
 
 
 def _share(workdir: Path) -> None:

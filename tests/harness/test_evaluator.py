@@ -1,0 +1,59 @@
+"""The evaluator end to end on softmax: seeds pass, the report carries its evidence."""
+import pytest
+
+from kernels import workloads
+from kernels.harness.evaluator import EvalSettings, Evaluator
+from kernels.spec import Shape
+
+WL = workloads.get("softmax")
+
+
+@pytest.fixture(scope="module")
+def timed_outcome():
+    src, params = WL.template("cpu").seeds()[0]
+    params.update(THREADS=2, VEC=16)
+    settings = EvalSettings(timing_shape=Shape.of(rows=1024, cols=4096), min_calls=20)
+    return Evaluator(settings).evaluate(src, params, WL, "cpu")
+
+
+@pytest.mark.parametrize("variant", ["two_pass", "online"])
+def test_every_softmax_seed_passes_on_cpu(variant):
+    tpl = WL.template("cpu")
+    params = {**tpl.space.default(), "ALGO": variant}
+    outcome = Evaluator(EvalSettings(timing=False)).evaluate(tpl.source(variant), params, WL, "cpu")
+    assert outcome.status == "ok", outcome.reason
+    cases = outcome.stage("correctness").details["cases"]
+    assert len(cases) >= 15 and all(c["passed"] for c in cases)
+    assert {c["distribution"] for c in cases} == set(WL.distributions)
+    assert len({c["seed"] for c in cases}) >= 5 and len({c["shape"] for c in cases}) >= 3
+
+
+def test_a_timed_evaluation_reports_speedups_as_ratios_of_medians(timed_outcome):
+    o = timed_outcome
+    assert o.status == "ok", o.reason
+    assert [s.name for s in o.stages] == ["static", "compile", "audit", "correctness", "benchmark", "sanity"]
+    assert o.timings["candidate"]["n"] >= 20
+    for name, ratio in o.speedup.items():
+        assert ratio == pytest.approx(o.timings[name]["median_ms"] / o.timings["candidate"]["median_ms"])
+    assert "numpy" in o.speedup and "torch" in o.speedup
+    assert o.to_json()["correct"] is True
+
+
+def test_the_sandbox_child_drops_privileges_and_network_when_it_can(timed_outcome):
+    import os
+    isolation = timed_outcome.stage("correctness").details["isolation"]
+    assert "no_new_privs" in isolation
+    if os.geteuid() == 0:
+        assert "no_network" in isolation and "uid_65534" in isolation
+
+
+def test_the_benchmark_records_which_blas_kernel_the_baseline_ran(timed_outcome):
+    blas = timed_outcome.stage("benchmark").details["blas"]
+    assert any(b["internal_api"] == "openblas" and b["architecture"] for b in blas), blas
+
+
+def test_the_spawn_launcher_gives_the_same_verdict_as_the_fork_server():
+    tpl = WL.template("cpu")
+    outcome = Evaluator(EvalSettings(timing=False, launcher="spawn")).evaluate(
+        tpl.source("two_pass"), tpl.space.default(), WL, "cpu")
+    assert outcome.status == "ok", outcome.reason

@@ -1,0 +1,57 @@
+import random
+
+import pytest
+
+from kernels.spec import Constraint, DesignSpace, Param, Shape, SpecError
+
+
+def space():
+    return DesignSpace(
+        params=(Param("VEC", "choice", choices=(1, 8, 16)), Param("THREADS", "int", low=1, high=4),
+                Param("ALGO", "variant", choices=("a", "b"))),
+        constraints=(Constraint("cols % VEC == 0 or VEC == 1", "cols must be a multiple of VEC"),),
+    )
+
+
+def test_a_legal_point_has_no_violations():
+    assert space().violations({"VEC": 8, "THREADS": 2, "ALGO": "a"}, [Shape.of(rows=4, cols=64)]) == []
+
+
+def test_a_constraint_violation_names_the_shape():
+    problems = space().violations({"VEC": 16, "THREADS": 2, "ALGO": "a"}, [Shape.of(rows=4, cols=33)])
+    assert problems == ["cols must be a multiple of VEC at shape 4x33"]
+
+
+def test_out_of_range_and_unknown_params_are_reported():
+    problems = space().violations({"VEC": 3, "THREADS": 9, "ALGO": "z", "NOPE": 1})
+    assert "unknown param(s): NOPE" in problems
+
+
+@pytest.mark.parametrize("expr", ["__import__('os').system('x')", "open('f')", "x.y", "[i for i in x]",
+                                  "lambda: 1", "2 ** VEC", "a[0]"])
+def test_constraints_refuse_anything_but_arithmetic(expr):
+    with pytest.raises(SpecError):
+        Constraint(expr)
+
+
+def test_a_malformed_constraint_says_so():
+    with pytest.raises(SpecError, match="not a valid expression"):
+        Constraint("VEC <")
+
+
+def test_a_constraint_with_an_unknown_name_says_which():
+    with pytest.raises(SpecError, match="unknown name"):
+        Constraint("FOO > 1").evaluate({"VEC": 1})
+
+
+def test_sampling_respects_constraints():
+    rng = random.Random(1)
+    shape = Shape.of(rows=4, cols=24)
+    for _ in range(50):
+        point = space().sample(rng, [shape])
+        assert point is not None and not space().violations(point, [shape])
+
+
+def test_params_must_be_macro_names():
+    with pytest.raises(SpecError):
+        Param("vec", "int", low=1, high=2)

@@ -1,0 +1,99 @@
+"""Benchmark of the harness itself (not a test): how long a full evaluation takes, and how
+stable its speedup figures are.
+
+    python bench/harness_speed.py [--runs 5] [--shape 4096x4096]
+
+1. A softmax 4096x4096 candidate evaluated end to end — static checks, a real compile
+   (a unique comment defeats the compile cache), audit, 20+ correctness cases, timing
+   interleaved with NumPy and torch, sanity — in a warm worker (fork server started,
+   host ceilings measured). Reports the median, min and max wall time per evaluation,
+   and the cold first evaluation separately.
+2. The ratio-of-medians speedup of that same kernel over each baseline, from each of
+   those runs: the spread (max - min) / median says how far one figure can be trusted.
+
+Writes bench/results/harness-<date>-<host>.json and prints a table.
+"""
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kernels import workloads  # noqa: E402
+from kernels.harness.evaluator import EvalSettings, Evaluator  # noqa: E402
+from kernels.targets.cpu import cpu_fingerprint  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--shape", default="4096x4096")
+    ap.add_argument("--param", action="append", default=["ALGO=two_pass", "THREADS=2", "VEC=16"])
+    args = ap.parse_args()
+    wl = workloads.get("softmax")
+    shape = wl.shape_from_text(args.shape)
+    params = {}
+    for p in args.param:
+        k, _, v = p.partition("=")
+        params[k] = int(v) if v.lstrip("-").isdigit() else v
+    source = wl.template("cpu").source(params.get("ALGO", "two_pass"))
+    ev = Evaluator(EvalSettings(timing_shape=shape))
+
+    def once(i):
+        src = source + f"\n/* bench run {i} {time.time_ns()} */\n"
+        t0 = time.perf_counter()
+        out = ev.evaluate(src, params, wl, "cpu")
+        return time.perf_counter() - t0, out
+
+    print(f"softmax {shape} {params}: cold evaluation…", flush=True)
+    cold_s, cold = once(0)
+    print(f"  cold: {cold_s:.2f} s ({cold.status})")
+    runs = []
+    for i in range(1, args.runs + 1):
+        secs, out = once(i)
+        if out.status != "ok":
+            raise SystemExit(f"run {i}: {out.status}: {out.reason}")
+        stages = {s.name: round(s.seconds, 3) for s in out.stages}
+        runs.append({"seconds": secs, "speedup": out.speedup, "stages": stages,
+                     "candidate_median_ms": out.median_ms})
+        ratios = "  ".join(f"{k} {v:.2f}x" for k, v in out.speedup.items())
+        print(f"  run {i}: {secs:.2f} s   {ratios}   stages {stages}", flush=True)
+    times = [r["seconds"] for r in runs]
+    spread = {}
+    for name in runs[0]["speedup"]:
+        vals = [r["speedup"][name] for r in runs]
+        med = statistics.median(vals)
+        spread[name] = {"median": med, "min": min(vals), "max": max(vals),
+                        "spread_pct": 100 * (max(vals) - min(vals)) / med}
+    result = {
+        "benchmark": "harness_speed",
+        "command": "python bench/harness_speed.py " + " ".join(sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": cpu_fingerprint(),
+        "shape": shape.label(), "params": params,
+        "cold_seconds": cold_s,
+        "evaluation_seconds": {"median": statistics.median(times), "min": min(times), "max": max(times)},
+        "speedup_spread": spread,
+        "runs": runs,
+        "targets": {"median_evaluation_s_max": 3.0, "speedup_spread_pct_max": 10.0},
+    }
+    print(f"\nFull evaluation, warm worker: median {statistics.median(times):.2f} s "
+          f"(min {min(times):.2f}, max {max(times):.2f}; target <= 3 s)")
+    for name, s in spread.items():
+        print(f"Speedup vs {name}: median {s['median']:.2f}x, range {s['min']:.2f}-{s['max']:.2f}x, "
+              f"spread {s['spread_pct']:.1f}% (target <= 10%)")
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"harness-{datetime.date.today()}-{platform.node() or 'host'}.json"
+    path.write_text(json.dumps(result, indent=2))
+    print(f"\nWrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

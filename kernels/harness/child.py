@@ -228,12 +228,18 @@ def _blas_info() -> list:
         return []
 
 
-def run_timing(kernel: CpuKernel, timing: dict, libc) -> None:
+def prepare_timing(timing: dict) -> tuple:
+    """Trusted set-up, before isolation and before the candidate is loaded: the inputs,
+    and the baselines (torch.compile imports and writes its cache lazily)."""
     case = Case(timing["case"])
-    emit("phase", phase="inputs loaded")
     dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     baselines, notes = _load_baselines(timing, case, dims, scalars)
-    emit("phase", phase="baselines ready")
+    return case, baselines, notes
+
+
+def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc) -> None:
+    case, baselines, notes = prepared
+    dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     cand_call = kernel.bind(case.buffers(), dims, scalars)
     outs = case.outputs
     for g in outs.values():
@@ -325,14 +331,16 @@ def main(plan_path: str) -> int:
         plan = json.load(f)
     from kernels.harness.sandbox import Limits, apply_limits
     global _proto_fd
-    _proto_fd = int(os.environ.get("INT21_PROTO_FD", 3))
-    os.environ.clear()
+    _proto_fd = int(os.environ.pop("INT21_PROTO_FD", 3))
+    # The environment is already minimal (sandbox.minimal_env); give tools a home of their own.
+    os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
     os.environ.update(plan.get("env", {}))
     try:
         import torch
         torch.set_num_threads(os.cpu_count() or 1)
     except Exception:
         pass
+    prepared = prepare_timing(plan["timing"]) if plan.get("timing") else None
     applied = isolate(plan)
     apply_limits(Limits(**plan["limits"]))
     libc = ctypes.CDLL(None)
@@ -344,7 +352,7 @@ def main(plan_path: str) -> int:
         run_correctness(kernel, case_spec, libc)
     if plan.get("timing"):
         emit("phase", phase="timing")
-        run_timing(kernel, plan["timing"], libc)
+        run_timing(kernel, plan["timing"], prepared, libc)
     emit("done")
     return 0
 

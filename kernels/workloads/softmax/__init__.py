@@ -46,6 +46,25 @@ SPACE = DesignSpace(
     ),
 )
 
+CUDA_SPACE = DesignSpace(
+    params=(
+        Param("ALGO", "variant", choices=("rowwise", "warp"),
+              help="rowwise: one block per row; warp: one warp per row, online max/sum"),
+        Param("BLOCK", "choice", choices=(128, 256, 512, 1024), default=256, help="threads per block"),
+        Param("VEC", "choice", choices=(4, 1), help="float4 loads on the aligned middle of a row, or scalar"),
+    ),
+)
+
+
+def _cuda_launch(shape: Shape, params) -> tuple:
+    """(grid, block, dynamic shared bytes): rowwise has a block per row, warp a warp per row."""
+    rows, block = shape["rows"], int(params.get("BLOCK", 256))
+    if params.get("ALGO", "rowwise") == "warp":
+        per_block = block // 32
+        return ((rows + per_block - 1) // per_block, 1, 1), (block, 1, 1), 0
+    return (rows, 1, 1), (block, 1, 1), 0
+
+
 WORKLOAD = Workload(
     name="softmax",
     description="Row-wise softmax of a float32 matrix (rows x cols); rows may hold -inf masks.",
@@ -66,6 +85,8 @@ WORKLOAD = Workload(
     templates={
         "cpu": Template("cpu", {"two_pass": "cpu_two_pass.c", "online": "cpu_online.c"}, SPACE,
                         variant_param="ALGO", folder=HERE),
+        "cuda": Template("cuda", {"rowwise": "cuda_rowwise.cu", "warp": "cuda_warp.cu"}, CUDA_SPACE,
+                         variant_param="ALGO", folder=HERE, launch=_cuda_launch),
     },
     baselines={
         "cpu": (
@@ -76,6 +97,12 @@ WORKLOAD = Workload(
             Baseline("torch_compile", "kernels.workloads.softmax.baselines:torch_compiled_softmax",
                      strong=True, requires="torch", default=False,
                      description="torch.compile (Inductor C++/OpenMP)"),
+        ),
+        "cuda": (
+            Baseline("cupy", "kernels.workloads.softmax.baselines_cuda:cupy_softmax", strong=True,
+                     requires="cupy", description="CuPy: max, exp, sum, divide with out= buffers"),
+            Baseline("torch_cuda", "kernels.workloads.softmax.baselines_cuda:torch_cuda_softmax", strong=True,
+                     requires="torch", description="torch.softmax(out=) on the GPU"),
         ),
     },
 )

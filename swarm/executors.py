@@ -1,0 +1,37 @@
+"""Executors that evaluate in this process's own sandboxes (tests, CLI without a broker).
+
+The Django/Celery executor lives in ``int21web/swarm/executor.py``; both go through the
+same harness, so a verdict does not depend on which one ran it.
+"""
+from __future__ import annotations
+
+from kernels.harness.evaluator import EvalSettings, Evaluator
+from kernels import workloads
+from swarm.types import Goal, Result
+
+
+def eval_settings(goal: Goal) -> EvalSettings:
+    wl = workloads.get(goal.workload)
+    shapes = [wl.shape_from_text(s) for s in goal.shapes]
+    known = {k: v for k, v in goal.eval_settings.items() if k in EvalSettings.__dataclass_fields__}
+    settings = EvalSettings(**known)
+    if shapes:
+        settings.timing_shape = shapes[0]
+        settings.extra_shapes = tuple(shapes[1:]) + tuple(settings.extra_shapes)
+    return settings
+
+
+class LocalExecutor:
+    """One evaluation at a time: on a small host, concurrent timing would measure contention."""
+
+    def __init__(self, on_result=None):
+        self.on_result = on_result
+
+    def evaluate(self, goal: Goal, candidates):
+        if not candidates:
+            return
+        ev = Evaluator(eval_settings(goal))
+        for c in candidates:
+            outcome = ev.evaluate(c.source, c.params, goal.workload, goal.target)
+            result = Result.from_outcome(outcome, goal.metric)
+            yield c.id, result, outcome.to_json()

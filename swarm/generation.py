@@ -1,0 +1,377 @@
+"""The engine: runs and generations.
+
+Each generation: share the proposal slots among agents (bandit) → agents propose → drop
+illegal, steered-out and duplicate drafts → reuse cached outcomes → evaluate the rest
+through the executor → record results → credit agents → distil lessons → emit events.
+A run stops on its evaluation budget, wall-clock budget, target speedup, stagnation, or
+a human stop; it can be paused and resumed, and a run interrupted by a crash resumes
+from its stored state without re-evaluating finished candidates.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol
+
+from kernels import workloads
+from kernels.spec import SpecError
+from swarm import registry
+from swarm.agents.base import Context
+from swarm.events import make_event
+from swarm.guidance import Steering, validate
+from swarm.knowledge.distil import distil
+from swarm.selection import elites
+from swarm.selection.bandit import AgentStats, allocate
+from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
+
+
+@dataclass
+class RunRecord:
+    id: int
+    goal: Goal
+    state: str = "created"          # created | running | paused | finished
+    generation: int = 0             # generations completed
+    agent_stats: dict = field(default_factory=dict)
+    best_id: int | None = None
+    active_seconds: float = 0.0
+    stagnant: int = 0
+    guidance_seen: int = 0          # id of the last directive applied
+    finish_reason: str = ""
+
+
+class RunStore(Protocol):
+    """Persistence of runs. Implementations: ``swarm.store.InMemoryStore`` and the Django
+    store. ``add_candidate`` MUST refuse a key already in the run (returns None);
+    ``record_result`` MUST be conditional (a second result for a candidate is ignored,
+    returning False)."""
+
+    def create_run(self, goal: Goal) -> RunRecord: ...
+    def load_run(self, run_id: int) -> RunRecord: ...
+    def save_run(self, run: RunRecord) -> None: ...
+    def add_candidate(self, run_id: int, generation: int, draft: CandidateDraft, source: str,
+                      key: str) -> Candidate | None: ...
+    def candidates(self, run_id: int) -> list[Candidate]: ...
+    def record_result(self, candidate_id: int, result: Result, outcome: dict | None) -> bool: ...
+    def cached_result(self, cache_key: str) -> Result | None: ...
+    def remember_result(self, cache_key: str, result: Result) -> None: ...
+    def save_generation(self, run_id: int, index: int, allocation: dict, summary: dict) -> None: ...
+    def guidance_after(self, run_id: int, after_id: int) -> list[tuple[int, dict, str]]: ...
+
+
+class Executor(Protocol):
+    """Evaluates candidates and yields ``(candidate_id, Result, outcome_json)`` as each
+    finishes, in any order. It MUST NOT raise for a bad candidate (that is a Result)."""
+
+    def evaluate(self, goal: Goal, candidates: list[Candidate]) -> Iterable[tuple[int, Result, dict | None]]: ...
+
+
+class GoalError(ValueError):
+    """A goal that cannot run; the message names the field."""
+
+
+def check_goal(goal: Goal) -> None:
+    try:
+        wl = workloads.get(goal.workload)
+        tpl = wl.template(goal.target)
+        for s in goal.shapes:
+            wl.shape_from_text(s)
+    except SpecError as exc:
+        raise GoalError(str(exc)) from None
+    for name in goal.team:
+        try:
+            registry.get(name)
+        except registry.UnknownAgent as exc:
+            raise GoalError(f"team: {exc}") from None
+    if not goal.team:
+        raise GoalError("team: a run needs at least one agent")
+    if goal.budget.evaluations < 1:
+        raise GoalError("budget.evaluations: must be at least 1")
+    if goal.population < 1:
+        raise GoalError("population: must be at least 1")
+    for k, v in goal.pins.items():
+        if k not in tpl.space.names or tpl.space.param(k).check(v):
+            raise GoalError(f"pins: {k}={v!r} is not a legal value of the design space")
+
+
+class Engine:
+    def __init__(self, store: RunStore, executor: Executor, knowledge, sink, fingerprint: str = "",
+                 clock=time.monotonic):
+        self.store, self.executor, self.knowledge, self.sink = store, executor, knowledge, sink
+        self.fingerprint = fingerprint
+        self.clock = clock
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, goal: Goal) -> int:
+        check_goal(goal)
+        run = self.store.create_run(goal)
+        run.agent_stats = {a: AgentStats().to_json() for a in goal.team}
+        run.state = "running"
+        self.store.save_run(run)
+        lessons = [] if goal.cold else self._lessons(goal)
+        self._emit(run.id, "run_started", goal=goal.to_json(), team=goal.team,
+                   lessons_used=[lsn.id for lsn in lessons])
+        return run.id
+
+    def pause(self, run_id: int, reason: str = "paused by a person") -> None:
+        run = self.store.load_run(run_id)
+        if run.state == "running":
+            run.state = "paused"
+            self.store.save_run(run)
+            self._emit(run_id, "run_paused", reason=reason)
+
+    def resume(self, run_id: int, reason: str = "resumed by a person") -> None:
+        run = self.store.load_run(run_id)
+        if run.state == "paused":
+            run.state = "running"
+            self.store.save_run(run)
+            self._emit(run_id, "run_resumed", reason=reason)
+
+    def run(self, run_id: int, max_generations: int | None = None) -> RunRecord:
+        """Drive generations until the run stops, is paused, or ``max_generations`` ran."""
+        done = 0
+        self._finish_interrupted(run_id)
+        while True:
+            run = self.store.load_run(run_id)
+            if run.state != "running":
+                return run
+            if max_generations is not None and done >= max_generations:
+                return run
+            self.step(run_id)
+            done += 1
+
+    # ------------------------------------------------------------------ one generation
+
+    def step(self, run_id: int) -> None:
+        t0 = self.clock()
+        run = self.store.load_run(run_id)
+        goal = run.goal
+        wl = workloads.get(goal.workload)
+        tpl = wl.template(goal.target)
+        steering = self._steering(run, tpl.space)
+        history = self.store.candidates(run_id)
+        evaluated = [c for c in history if c.result is not None]
+        stop = self._stop_reason(run, evaluated, steering)
+        if stop:
+            return self._finish(run, evaluated, stop)
+
+        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        space = steering.restrict(tpl.space)
+        stats = {a: AgentStats(**{k: v for k, v in s.items() if k != "payoff"}) for a, s in run.agent_stats.items()}
+        remaining = goal.budget.evaluations - len(evaluated)
+        slots = min(goal.population, remaining)
+        rng = random.Random(f"{goal.seed}:{run.generation}")
+        lessons = [] if goal.cold else self._lessons(goal, shapes)
+        ctx = Context(goal=goal, workload=wl, template=tpl, space=space, shapes=shapes, history=evaluated,
+                      elites=elites(evaluated, max(4, goal.population)), lessons=lessons, rng=rng,
+                      generation=run.generation, seen={c.key for c in history}, notes=steering.notes)
+        agents = {name: registry.get(name) for name in goal.team}
+        able = [a for a in goal.team if not agents[a].cannot_act(ctx)]
+        allocation = allocate(stats, able, slots, favoured=steering.favoured, muted=steering.muted)
+        allocation.update({a: 0 for a in goal.team if a not in allocation})
+        self._emit(run_id, "generation_started", generation=run.generation, allocation=allocation)
+
+        drafts = self._proposals(run_id, ctx, agents, allocation, slots)
+        cands = []
+        for d in drafts:
+            source = d.source or tpl.source(tpl.variant_of(d.params))
+            key = candidate_key(source, d.params)
+            c = self.store.add_candidate(run_id, run.generation, d, source, key)
+            if c is None:
+                continue
+            ctx.seen.add(key)
+            cands.append(c)
+            self._emit(run_id, "candidate_proposed", candidate_id=c.id, generation=run.generation, agent=c.agent,
+                       rationale=c.rationale, params=c.params, parents=c.parents)
+        self._evaluate(run, cands, evaluated)
+
+        # credit, survivors, lessons
+        history = self.store.candidates(run_id)
+        evaluated_now = [c for c in history if c.result is not None]
+        best_before = max((c.score for c in evaluated), default=0.0)
+        by_id = {c.id: c for c in history}
+        improved = False
+        for a in stats.values():
+            a.decay()
+        for c in (by_id[x.id] for x in cands):
+            if c.result is None:
+                continue
+            s = stats.setdefault(c.agent, AgentStats())
+            s.evaluations += 1
+            s.total_evaluations += 1
+            parent_best = max((by_id[p].score for p in c.parents if p in by_id), default=0.0)
+            gain = 1.0 if c.score > best_before * 1.01 else (0.5 if c.score > parent_best * 1.02 and c.parents else 0.0)
+            if c.score > best_before * 1.01:
+                improved = True
+            s.improvements += gain
+            s.total_improvements += int(gain > 0)
+        run = self.store.load_run(run_id)
+        run.agent_stats = {a: s.to_json() for a, s in stats.items()}
+        run.stagnant = 0 if improved else run.stagnant + 1
+        best = max((c for c in evaluated_now if c.result.ok), key=lambda c: c.score, default=None)
+        run.best_id = best.id if best else None
+        run.generation += 1
+        run.active_seconds += self.clock() - t0
+        summary = {
+            "proposed": len(cands),
+            "statuses": _count(c.result.status for c in (by_id[x.id] for x in cands) if c.result),
+            "best_score": best.score if best else 0.0,
+            "evaluations": len(evaluated_now),
+            "payoff": {a: round(s.payoff(), 4) for a, s in stats.items()},
+        }
+        self.store.save_generation(run_id, run.generation - 1, allocation, summary)
+        self.store.save_run(run)
+        self._emit(run_id, "generation_finished", generation=run.generation - 1, allocation=allocation,
+                   summary=summary)
+        if run.generation % 5 == 0:
+            self._distil(run, evaluated_now)
+
+    # ------------------------------------------------------------------ parts
+
+    def _proposals(self, run_id, ctx: Context, agents: dict, allocation: dict, slots: int) -> list[CandidateDraft]:
+        drafts: list[CandidateDraft] = []
+        for name, n in allocation.items():
+            if n <= 0:
+                continue
+            try:
+                proposed = agents[name].propose(ctx, n)[:n]
+            except Exception as exc:  # an agent bug must not stop the run; it is reported
+                self._emit(run_id, "agent_note", agent=name, text=f"proposal failed: {type(exc).__name__}: {exc}")
+                proposed = []
+            for d in proposed:
+                if ctx.fresh(d.params) and d.params not in [x.params for x in drafts]:
+                    drafts.append(d)
+        if len(drafts) < slots:  # top up, so a generation never shrinks because an agent could not act
+            filler = registry.get("explorer").propose(ctx, slots - len(drafts) + 2)
+            for d in filler:
+                if len(drafts) >= slots:
+                    break
+                if d.params not in [x.params for x in drafts]:
+                    d.rationale = "top-up: " + d.rationale
+                    drafts.append(d)
+        return drafts[:slots]
+
+    def _evaluate(self, run: RunRecord, cands: list[Candidate], evaluated: list[Candidate]) -> None:
+        goal = run.goal
+        todo = []
+        best = max((c.score for c in evaluated), default=0.0)
+        count = len(evaluated)
+        for c in cands:
+            hit = self.store.cached_result(self._cache_key(goal, c))
+            if hit is not None:
+                hit.cached = True
+                best, count = self._record(run, c, hit, None, best, count)
+            else:
+                todo.append(c)
+        by_id = {c.id: c for c in todo}
+        for cid, result, outcome in self.executor.evaluate(goal, todo):
+            c = by_id.get(cid)
+            if c is None:
+                continue
+            if result.status not in ("timeout", "crashed") or result.cached:
+                self.store.remember_result(self._cache_key(goal, c), result)
+            best, count = self._record(run, c, result, outcome, best, count)
+
+    def _record(self, run, c: Candidate, result: Result, outcome, best: float, count: int):
+        if not self.store.record_result(c.id, result, outcome):
+            return best, count
+        count += 1
+        self._emit(run.id, "candidate_evaluated", candidate_id=c.id, generation=c.generation, agent=c.agent,
+                   status=result.status, reason=result.reason, score=result.score, speedup=result.speedup,
+                   median_ms=result.median_ms, stages=result.stages, cached=result.cached)
+        if result.ok and result.score > best:
+            best = result.score
+            self._emit(run.id, "new_best", candidate_id=c.id, score=result.score, speedup=result.speedup,
+                       params=c.params, evaluations=count, median_ms=result.median_ms)
+        return best, count
+
+    def _finish_interrupted(self, run_id: int) -> None:
+        """Candidates proposed before a crash but never judged are evaluated now, once."""
+        run = self.store.load_run(run_id)
+        if run.state != "running":
+            return
+        history = self.store.candidates(run_id)
+        pending = [c for c in history if c.result is None]
+        if pending:
+            self._evaluate(run, pending, [c for c in history if c.result is not None])
+
+    def _stop_reason(self, run: RunRecord, evaluated: list[Candidate], steering: Steering) -> str | None:
+        b = run.goal.budget
+        best = max((c.score for c in evaluated if c.result.ok), default=0.0)
+        target = steering.target_speedup or b.target_speedup
+        if steering.stop:
+            return "stopped by guidance"
+        if len(evaluated) >= b.evaluations:
+            return f"evaluation budget of {b.evaluations} spent"
+        if b.wall_seconds is not None and run.active_seconds >= b.wall_seconds:
+            return f"wall-clock budget of {b.wall_seconds:g} s spent"
+        if target and best >= target:
+            return f"target speedup {target:g}x reached ({best:.2f}x)"
+        if b.stagnation_generations and run.stagnant >= b.stagnation_generations:
+            return f"no improvement in {run.stagnant} generations"
+        return None
+
+    def _finish(self, run: RunRecord, evaluated: list[Candidate], reason: str) -> None:
+        self._distil(run, evaluated)
+        run = self.store.load_run(run.id)
+        run.state = "finished"
+        run.finish_reason = reason
+        self.store.save_run(run)
+        best = max((c for c in evaluated if c.result.ok), key=lambda c: c.score, default=None)
+        self._emit(run.id, "run_finished", reason=reason, evaluations=len(evaluated),
+                   best=None if best is None else {"candidate_id": best.id, "score": best.score,
+                                                   "params": best.params, "speedup": best.result.speedup,
+                                                   "median_ms": best.result.median_ms})
+
+    def _distil(self, run: RunRecord, evaluated: list[Candidate]) -> None:
+        goal = run.goal
+        wl = workloads.get(goal.workload)
+        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        for lesson in distil(evaluated, workload=goal.workload, target=goal.target, fingerprint=self.fingerprint,
+                             shapes=shapes, run_id=run.id):
+            stored = self.knowledge.record(lesson)
+            self._emit(run.id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
+                       evidence=stored.evidence)
+
+    def _steering(self, run: RunRecord, space) -> Steering:
+        steering = Steering()
+        for k, v in run.goal.pins.items():
+            steering.apply({"op": "pin", "param": k, "value": v}, space)
+        newest = run.guidance_seen
+        for gid, directive, author in self.store.guidance_after(run.id, 0):
+            try:
+                directive = validate(directive, space, run.goal.team)
+            except ValueError:
+                continue
+            effect = steering.apply(directive, space)
+            if gid > run.guidance_seen:
+                self._emit(run.id, "guidance_applied", guidance_id=gid, directive=directive, author=author,
+                           effect=effect)
+                newest = max(newest, gid)
+        if newest != run.guidance_seen:
+            run.guidance_seen = newest
+            self.store.save_run(run)
+        return steering
+
+    def _lessons(self, goal: Goal, shapes=None):
+        wl = workloads.get(goal.workload)
+        shapes = shapes or ([wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]])
+        return self.knowledge.relevant(goal.workload, goal.target, self.fingerprint, shapes, 20)
+
+    def _cache_key(self, goal: Goal, c: Candidate) -> str:
+        blob = json.dumps([c.key, goal.target, goal.shapes, goal.metric, goal.eval_settings, self.fingerprint],
+                          sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:40]
+
+    def _emit(self, run_id: int, event_kind: str, **data) -> None:
+        self.sink.emit(run_id, make_event(event_kind, **data))
+
+
+def _count(items) -> dict:
+    out: dict = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return out

@@ -340,11 +340,20 @@ def main(plan_path: str) -> int:
         torch.set_num_threads(os.cpu_count() or 1)
     except Exception:
         pass
-    prepared = prepare_timing(plan["timing"]) if plan.get("timing") else None
+    gpu = plan.get("target") == "cuda"
+    prepared = prepare_timing(plan["timing"]) if plan.get("timing") and not gpu else None
     applied = isolate(plan)
-    apply_limits(Limits(**plan["limits"]))
+    limits = Limits(**plan["limits"])
+    # A CUDA context reserves far more address space than any RLIMIT_AS we could set;
+    # device memory is bounded by the device. The other limits stay.
+    apply_limits(limits, relative_memory=True, address_space=not gpu)
     libc = ctypes.CDLL(None)
     emit("hello", pid=os.getpid(), isolation=applied)
+    if gpu:
+        from kernels.targets import cuda_runner
+        cuda_runner.run(plan, emit)
+        emit("done")
+        return 0
     emit("phase", phase="load")
     kernel = CpuKernel(plan["artifact"], plan["args"], plan.get("entry", "kernel"))
     emit("phase", phase="correctness")

@@ -54,6 +54,8 @@ class EvalSettings:
     launcher: str = "zygote"                       # "zygote" | "spawn"
     recheck: bool = True
     isolate: bool = True
+    arch: str = "sm_90"                            # CUDA: the architecture to compile for
+    resource_limits: dict = field(default_factory=dict)  # CUDA: max_registers, max_shared_bytes, …
 
 
 @dataclass
@@ -92,6 +94,7 @@ class Evaluator:
     def __init__(self, settings: EvalSettings | None = None, on_stage=None):
         self.settings = settings or EvalSettings()
         self.on_stage = on_stage
+        self._target, self._params = "cpu", {}   # of the candidate being evaluated
 
     # ------------------------------------------------------------------ public
 
@@ -121,7 +124,8 @@ class Evaluator:
 
         # compile
         options = {"compile_timeout": self.settings.compile_timeout, "fast_math": self.settings.fast_math,
-                   "entry": "kernel", "params": params}
+                   "entry": "kernel", "params": params, "arch": self.settings.arch,
+                   **self.settings.resource_limits}
         art = tgt.compile(source, params, options)
         if isinstance(art, CompileFailure):
             stages.append(Stage("compile", "failed", art.seconds, art.reason, {"log": art.log[-8000:]}))
@@ -156,7 +160,8 @@ class Evaluator:
     def _run_stages(self, wl, tgt, art, params, workdir, stages, finish, resources):
         s = self.settings
         tol = s.tolerance or wl.tolerance
-        shutil.copyfile(art.path, workdir / "kernel.so")
+        self._target, self._params = tgt.name, params
+        shutil.copyfile(art.path, workdir / _ARTIFACT[tgt.name])
 
         # correctness
         t0 = time.monotonic()
@@ -313,7 +318,11 @@ class Evaluator:
             np.save(dest, arr, allow_pickle=False)
 
     def _plan_case(self, wl: Workload, case: _Case) -> dict:
-        return {
+        extra = {}
+        if self._target == "cuda":
+            grid, block, shared = wl.template("cuda").launch(case.shape, self._params)
+            extra["launch"] = {"grid": list(grid), "block": list(block), "shared": int(shared)}
+        return {**extra,
             "id": case.id,
             "dims": case.shape.as_dict(),
             "scalars": case.scalars,
@@ -324,11 +333,12 @@ class Evaluator:
 
     def _launch(self, wl, workdir, name, *, cases, timing_case) -> sandbox.ProcessResult:
         s = self.settings
-        baselines = [b for b in wl.baselines.get("cpu", ())
+        baselines = [b for b in wl.baselines.get(self._target, ())
                      if (b.name in s.baselines if s.baselines is not None else b.default)]
+        gpu = self._target == "cuda"
         plan = {
-            "target": "cpu",
-            "artifact": "kernel.so",
+            "target": self._target,
+            "artifact": _ARTIFACT[self._target],
             "entry": "kernel",
             "args": [{"name": a.name, "kind": a.kind} for a in wl.args],
             "limits": {"wall_seconds": s.run_timeout, "cpu_seconds": int(s.run_timeout * 4) + 10,
@@ -338,7 +348,9 @@ class Evaluator:
             "timing": None if timing_case is None else {
                 "case": self._plan_case(wl, timing_case),
                 "baselines": [{"name": b.name, "fn": b.fn, "requires": b.requires} for b in baselines],
-                "min_calls": s.min_calls, "max_calls": s.max_calls, "budget_seconds": s.timing_budget_s,
+                "min_calls": max(s.min_calls, 100) if gpu else s.min_calls,
+                "max_calls": max(s.max_calls, 300) if gpu else s.max_calls,
+                "budget_seconds": s.timing_budget_s,
                 "target_rel_err": s.target_rel_err,
                 "warmup": 2, "cold_cache": s.cold_cache,
             },
@@ -487,6 +499,7 @@ def _sanity_flags(wl, shape, bench, ceilings, params) -> list[str]:
 # --------------------------------------------------------------------------- files
 
 _TIMING_CASES: dict = {}
+_ARTIFACT = {"cpu": "kernel.so", "cuda": "kernel.cubin"}
 
 
 def _shm() -> str | None:

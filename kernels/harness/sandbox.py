@@ -88,12 +88,14 @@ def minimal_env(extra: dict | None = None) -> dict:
     return env
 
 
-def apply_limits(limits: Limits, *, relative_memory: bool = True) -> None:
+def apply_limits(limits: Limits, *, relative_memory: bool = True, address_space: bool = True) -> None:
     """Called inside the child, on itself, before it touches candidate code."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20, limits.file_mb << 20))
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    if not address_space:
+        return
     base = 0
     if relative_memory:
         try:

@@ -66,7 +66,7 @@ class Command(BaseCommand):
             fast_math=opts["fast_math"], run_timeout=opts["run_timeout"],
             compile_timeout=opts["compile_timeout"],
             baselines=tuple(opts["baseline"]) if opts["baseline"] else None,
-            extra_shapes=wl.shapes.held_out if opts["held_out"] else (),
+            extra_shapes=wl.shapes.held_out if opts["held_out"] else (), arch=opts["arch"],
         )
         progress = None if opts["json"] else self._progress
         if progress:

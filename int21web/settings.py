@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "int21web.harness",
+    "int21web.runs",
 ]
 
 MIDDLEWARE = [
@@ -72,8 +73,10 @@ if _db_url:
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = env_bool("DATABASE_POOL", True)
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # WAL and IMMEDIATE transactions: the embedded worker thread writes while pages read.
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "db.sqlite3",
-                             "OPTIONS": {"timeout": 20}}}
+                             "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE",
+                                         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}}}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [] if DEBUG else [
@@ -106,4 +109,27 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "celery": {"level": "WARNING"},
+        "kombu": {"level": "WARNING"},
+        "optuna": {"level": "WARNING"},
+    },
 }
+
+# Celery: JSON only (no pickle anywhere). Without REDIS_URL the broker is in-process.
+REDIS_URL = env_str("REDIS_URL")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "memory://")
+CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory://")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if CELERY_EMBEDDED else {"visibility_timeout": 3900}
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("INT21_EVAL_SOFT_LIMIT", 1800)
+CELERY_TASK_TIME_LIMIT = env_int("INT21_EVAL_HARD_LIMIT", 2400)
+CELERY_TASK_DEFAULT_QUEUE = "orchestrate"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False

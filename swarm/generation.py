@@ -44,13 +44,16 @@ class RunRecord:
 
 class RunStore(Protocol):
     """Persistence of runs. Implementations: ``swarm.store.InMemoryStore`` and the Django
-    store. ``add_candidate`` MUST refuse a key already in the run (returns None);
+    store. ``save_run`` MUST NOT change the state: only ``transition`` does, and only from
+    one of ``from_states`` (so a pause taken mid-generation is never overwritten).
+    ``add_candidate`` MUST refuse a key already in the run (returns None);
     ``record_result`` MUST be conditional (a second result for a candidate is ignored,
     returning False)."""
 
-    def create_run(self, goal: Goal) -> RunRecord: ...
+    def create_run(self, goal: Goal, **meta) -> RunRecord: ...   # meta: who started it, from which goal
     def load_run(self, run_id: int) -> RunRecord: ...
-    def save_run(self, run: RunRecord) -> None: ...
+    def save_run(self, run: RunRecord) -> None: ...      # everything but the state
+    def transition(self, run_id: int, from_states: tuple, to_state: str) -> bool: ...  # conditional
     def add_candidate(self, run_id: int, generation: int, draft: CandidateDraft, source: str,
                       key: str) -> Candidate | None: ...
     def candidates(self, run_id: int) -> list[Candidate]: ...
@@ -105,29 +108,23 @@ class Engine:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, goal: Goal) -> int:
+    def start(self, goal: Goal, **meta) -> int:
         check_goal(goal)
-        run = self.store.create_run(goal)
+        run = self.store.create_run(goal, **meta)
         run.agent_stats = {a: AgentStats().to_json() for a in goal.team}
-        run.state = "running"
         self.store.save_run(run)
+        self.store.transition(run.id, ("created",), "running")
         lessons = [] if goal.cold else self._lessons(goal)
         self._emit(run.id, "run_started", goal=goal.to_json(), team=goal.team,
                    lessons_used=[lsn.id for lsn in lessons])
         return run.id
 
     def pause(self, run_id: int, reason: str = "paused by a person") -> None:
-        run = self.store.load_run(run_id)
-        if run.state == "running":
-            run.state = "paused"
-            self.store.save_run(run)
+        if self.store.transition(run_id, ("running",), "paused"):
             self._emit(run_id, "run_paused", reason=reason)
 
     def resume(self, run_id: int, reason: str = "resumed by a person") -> None:
-        run = self.store.load_run(run_id)
-        if run.state == "paused":
-            run.state = "running"
-            self.store.save_run(run)
+        if self.store.transition(run_id, ("paused",), "running"):
             self._emit(run_id, "run_resumed", reason=reason)
 
     def run(self, run_id: int, max_generations: int | None = None) -> RunRecord:
@@ -317,9 +314,10 @@ class Engine:
     def _finish(self, run: RunRecord, evaluated: list[Candidate], reason: str) -> None:
         self._distil(run, evaluated)
         run = self.store.load_run(run.id)
-        run.state = "finished"
         run.finish_reason = reason
         self.store.save_run(run)
+        if not self.store.transition(run.id, ("running", "paused"), "finished"):
+            return
         best = max((c for c in evaluated if c.result.ok), key=lambda c: c.score, default=None)
         self._emit(run.id, "run_finished", reason=reason, evaluations=len(evaluated),
                    best=None if best is None else {"candidate_id": best.id, "score": best.score,

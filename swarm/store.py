@@ -19,7 +19,7 @@ class InMemoryStore:
         self._ids = itertools.count(1)
         self._cids = itertools.count(1)
 
-    def create_run(self, goal: Goal) -> RunRecord:
+    def create_run(self, goal: Goal, **meta) -> RunRecord:
         run = RunRecord(id=next(self._ids), goal=goal)
         self.runs[run.id] = run
         return copy.deepcopy(run)
@@ -28,7 +28,15 @@ class InMemoryStore:
         return copy.deepcopy(self.runs[run_id])
 
     def save_run(self, run: RunRecord) -> None:
+        state = self.runs[run.id].state
         self.runs[run.id] = copy.deepcopy(run)
+        self.runs[run.id].state = state
+
+    def transition(self, run_id, from_states, to_state) -> bool:
+        if self.runs[run_id].state not in from_states:
+            return False
+        self.runs[run_id].state = to_state
+        return True
 
     def add_candidate(self, run_id, generation, draft: CandidateDraft, source, key):
         if any(c.run_id == run_id and c.key == key for c in self.cands.values()):

@@ -36,9 +36,9 @@ class Tuner:
         dists = self._distributions(ctx)
         numeric = all(p.kind == "int" for p in ctx.space.params)
         seed = ctx.rng.randrange(2**31)
-        sampler = (optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False) if numeric
-                   else optuna.samplers.TPESampler(seed=seed, n_startup_trials=8, multivariate=True,
-                                                   warn_independent_sampling=False))
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sampler = (optuna.samplers.CmaEsSampler(seed=seed) if numeric
+                   else optuna.samplers.TPESampler(seed=seed, n_startup_trials=8, multivariate=True))
         study = optuna.create_study(direction="maximize", sampler=sampler)
         for c in ctx.history:
             # Points outside the (possibly narrowed) space cannot be told to this study.

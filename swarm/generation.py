@@ -167,7 +167,10 @@ class Engine:
                       generation=run.generation, seen={c.key for c in history}, notes=steering.notes)
         agents = {name: registry.get(name) for name in goal.team}
         able = [a for a in goal.team if not agents[a].cannot_act(ctx)]
-        allocation = allocate(stats, able, slots, favoured=steering.favoured, muted=steering.muted)
+        favoured = set(steering.favoured)
+        if run.generation == 0 and "seeded" in able:
+            favoured.add("seeded")   # a warm start begins where the last run ended
+        allocation = allocate(stats, able, slots, favoured=favoured, muted=steering.muted)
         allocation.update({a: 0 for a in goal.team if a not in allocation})
         self._emit(run_id, "generation_started", generation=run.generation, allocation=allocation)
 

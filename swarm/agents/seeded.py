@@ -17,7 +17,8 @@ class Seeded:
         if self.cannot_act(ctx):
             return []
         out = []
-        configs = [lsn for lsn in ctx.lessons if lsn.kind == "best_config"]
+        configs = sorted((lsn for lsn in ctx.lessons if lsn.kind == "best_config"),
+                         key=lambda lsn: -float(lsn.data.get("score", 0.0)))
         for lsn in configs:
             params = {k: v for k, v in lsn.data.get("params", {}).items() if k in ctx.space.names}
             if set(params) != set(ctx.space.names):

@@ -1,0 +1,61 @@
+"""Every registered agent, through the same checks (a new agent is one file, one line)."""
+import random
+
+import pytest
+
+from kernels import workloads
+from kernels.spec import Shape
+from swarm import registry
+from swarm.agents.base import Context
+from swarm.types import Candidate, Goal, Lesson, candidate_key
+from tests.swarm.fakes import landscape
+
+WL = workloads.get("softmax")
+TPL = WL.template("cpu")
+
+
+def make_ctx(history_size=12, lessons=()):
+    rng = random.Random(7)
+    shapes = [Shape.of(rows=512, cols=4096)]
+    history = []
+    for i in range(history_size):
+        params = TPL.space.sample(rng, shapes)
+        src = TPL.source(params["ALGO"])
+        history.append(Candidate(id=i + 1, run_id=1, generation=0, key=candidate_key(src, params), params=params,
+                                 agent="explorer", rationale="", source=src, result=landscape(params)))
+    elites = sorted([c for c in history if c.result.ok], key=lambda c: -c.score)[:6]
+    return Context(goal=Goal(workload="softmax"), workload=WL, template=TPL, space=TPL.space, shapes=shapes,
+                   history=history, elites=elites, lessons=list(lessons), rng=rng, generation=1,
+                   seen={c.key for c in history})
+
+
+LESSON = Lesson(kind="best_config", workload="softmax", target="cpu", fingerprint="", shape_bucket="2^9x2^12",
+                text="", data={"params": {"ALGO": "two_pass", "THREADS": 2, "VEC": 16, "FAST_EXP": 1, "CHUNK": 4},
+                               "score": 5.0}, id=1)
+
+
+@pytest.mark.parametrize("name", list(registry.AGENTS))
+def test_every_agent_proposes_legal_fresh_explained_drafts(name):
+    agent = registry.get(name)
+    ctx = make_ctx(lessons=[LESSON])
+    assert agent.cannot_act(ctx) is None
+    drafts = agent.propose(ctx, 4)
+    assert 1 <= len(drafts) <= 4
+    for d in drafts:
+        assert d.agent == name and d.rationale.strip()
+        assert ctx.legal(d.params), d.params
+        assert ctx.is_new(d.params)
+    assert len({tuple(sorted(d.params.items())) for d in drafts}) == len(drafts)
+
+
+@pytest.mark.parametrize("name", ["mutator", "crossover", "seeded"])
+def test_an_agent_that_cannot_act_says_why_and_proposes_nothing(name):
+    agent = registry.get(name)
+    ctx = make_ctx(history_size=0)
+    why = agent.cannot_act(ctx)
+    assert why and agent.propose(ctx, 3) == []
+
+
+def test_an_unknown_agent_is_a_clear_error():
+    with pytest.raises(registry.UnknownAgent, match="unknown agent 'wizard'"):
+        registry.get("wizard")

@@ -1,0 +1,134 @@
+"""The engine against the synthetic landscape: stopping, dedupe, guidance, pause, crash
+and resume, lessons."""
+import pytest
+
+from swarm.events import ListSink
+from swarm.generation import Engine, GoalError
+from swarm.knowledge import InMemoryKnowledge
+from swarm.store import InMemoryStore
+from swarm.types import Budget, Goal
+from tests.swarm.fakes import FakeExecutor
+
+
+def engine(store=None, knowledge=None, executor=None):
+    sink = ListSink()
+    return Engine(store or InMemoryStore(), executor or FakeExecutor(), knowledge or InMemoryKnowledge(), sink,
+                  fingerprint="host-a"), sink
+
+
+def goal(**kw):
+    kw.setdefault("budget", Budget(evaluations=40, stagnation_generations=None))
+    return Goal(workload="softmax", shapes=["512x4096"], population=8, seed=kw.pop("seed", 3), **kw)
+
+
+def test_a_run_spends_its_budget_and_never_evaluates_a_candidate_twice():
+    eng, sink = engine()
+    rid = eng.start(goal())
+    run = eng.run(rid)
+    cands = eng.store.candidates(rid)
+    assert run.state == "finished" and "budget of 40" in run.finish_reason
+    assert len(cands) == 40 and all(c.result for c in cands)
+    assert len({c.key for c in cands}) == 40
+    assert sorted(eng.executor.evaluated) == sorted(c.id for c in cands)
+
+
+def test_every_generation_records_its_allocation_and_the_events_tell_the_story():
+    eng, sink = engine()
+    rid = eng.start(goal())
+    eng.run(rid)
+    kinds = sink.kinds()
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert kinds.count("candidate_evaluated") == 40 and "new_best" in kinds and "lesson_recorded" in kinds
+    gens = [e.data for _, e in sink.events if e.kind == "generation_finished"]
+    assert len(gens) == 5 and all(sum(g["allocation"].values()) == 8 for g in gens)
+
+
+def test_failures_are_values_and_the_run_carries_on():
+    eng, sink = engine()
+    rid = eng.start(goal(pins={"VEC": 16}))
+    eng.run(rid)
+    statuses = {c.result.status for c in eng.store.candidates(rid)}
+    assert "ok" in statuses and statuses & {"wrong", "crashed"}
+
+
+def test_a_pin_takes_effect_at_the_next_generation():
+    eng, sink = engine()
+    rid = eng.start(goal())
+    eng.run(rid, max_generations=1)
+    eng.store.add_guidance(rid, {"op": "pin", "param": "VEC", "value": 8}, "alice")
+    eng.run(rid, max_generations=1)
+    by_gen = {}
+    for c in eng.store.candidates(rid):
+        by_gen.setdefault(c.generation, set()).add(c.params["VEC"])
+    assert by_gen[1] == {8} and len(by_gen[0]) > 1
+    applied = [e.data for _, e in sink.events if e.kind == "guidance_applied"]
+    assert applied[0]["author"] == "alice" and "VEC" in applied[0]["effect"]
+
+
+def test_a_human_stop_and_the_target_speedup_end_the_run():
+    eng, _ = engine()
+    rid = eng.start(goal())
+    eng.run(rid, max_generations=1)
+    eng.store.add_guidance(rid, {"op": "stop"}, "bob")
+    assert "stopped by guidance" in eng.run(rid).finish_reason
+    eng2, _ = engine()
+    rid2 = eng2.start(goal(budget=Budget(evaluations=200, target_speedup=4.0, stagnation_generations=None)))
+    run = eng2.run(rid2)
+    assert "target speedup 4x reached" in run.finish_reason and len(eng2.store.candidates(rid2)) < 200
+
+
+def test_pause_holds_the_run_and_resume_continues_it():
+    eng, sink = engine()
+    rid = eng.start(goal())
+    eng.run(rid, max_generations=1)
+    eng.pause(rid)
+    assert eng.run(rid).state == "paused" and len(eng.store.candidates(rid)) == 8
+    eng.resume(rid)
+    assert eng.run(rid).state == "finished"
+    assert "run_paused" in sink.kinds() and "run_resumed" in sink.kinds()
+
+
+def test_a_run_interrupted_mid_generation_resumes_without_losing_or_repeating_work():
+    store = InMemoryStore()
+    crashing, _ = engine(store=store, executor=FakeExecutor(fail_after=13))
+    rid = crashing.start(goal())
+    with pytest.raises(KeyboardInterrupt):
+        crashing.run(rid)
+    before = {c.id for c in store.candidates(rid) if c.result}
+    assert len(before) == 13
+    fresh, _ = engine(store=store)
+    assert fresh.run(rid).state == "finished"
+    cands = store.candidates(rid)
+    assert len(cands) == 40 and all(c.result for c in cands)
+    assert not (set(fresh.executor.evaluated) & before)       # nothing judged twice
+    assert len(crashing.executor.evaluated) + len(fresh.executor.evaluated) == 40
+
+
+def test_lessons_from_a_first_run_make_a_second_run_faster():
+    knowledge = InMemoryKnowledge()
+    first, _ = engine(knowledge=knowledge)
+    first_run = first.start(goal(seed=11))
+    first.run(first_run)
+    best = max(c.score for c in first.store.candidates(first_run))
+
+    def evals_to(eng, rid, target):
+        ordered = sorted(eng.store.candidates(rid), key=lambda c: c.id)
+        return next((i + 1 for i, c in enumerate(ordered) if c.score >= target), len(ordered) + 1)
+
+    warm, _ = engine(knowledge=knowledge)
+    wid = warm.start(goal(seed=12))
+    warm.run(wid)
+    cold, _ = engine()
+    cid = cold.start(goal(seed=12, cold=True))
+    cold.run(cid)
+    assert evals_to(warm, wid, best) <= 8 < evals_to(cold, cid, best)
+
+
+def test_a_goal_that_cannot_run_names_the_field():
+    eng, _ = engine()
+    with pytest.raises(GoalError, match="team: unknown agent"):
+        eng.start(goal(team=["wizard"]))
+    with pytest.raises(GoalError, match="pins"):
+        eng.start(goal(pins={"VEC": 3}))
+    with pytest.raises(GoalError, match="unknown workload"):
+        eng.start(Goal(workload="nope"))

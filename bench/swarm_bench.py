@@ -1,0 +1,221 @@
+"""Benchmark of the swarm (not a test): quality, search efficiency, self-improvement.
+
+    python bench/swarm_bench.py [--workload softmax] [--shape 4096x4096] [--budget 200]
+                                [--seeds 3] [--near 4096x2048] [--quick]
+
+Every point any searcher asks for is measured once by the real evaluator (the sandboxed
+harness: correctness cases, then timing interleaved with the baselines) and kept in a
+table for this run of the benchmark — Kernel Tuner's "simulation mode". Searchers then
+replay against the same measurements, so they are compared on equal terms (same
+evaluator, same noise), and a point measured for one searcher is not re-measured for
+another. The table is written next to the results so the figures can be re-derived.
+
+Reports, for the workload and shape:
+- quality: the best kernel found, its speedup over each baseline (ratio of medians in
+  one sandbox session) and its bandwidth as % of this host's STREAM copy, measured now;
+- search efficiency: evaluations each searcher (swarm cold, random search) needs to
+  reach 95% of the best-known score, per seed, and the median ratio;
+- self-improvement: a second run with the first run's lessons vs a cold run, evaluations
+  to reach the first run's final best; and a run on a nearby shape with lessons from
+  this shape vs a cold run there, at equal budget.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kernels import workloads  # noqa: E402
+from kernels.harness.evaluator import EvalSettings, Evaluator  # noqa: E402
+from kernels.harness.roofline import cpu_ceilings  # noqa: E402
+from kernels.targets.cpu import cpu_fingerprint  # noqa: E402
+from swarm.events import ListSink  # noqa: E402
+from swarm.generation import Engine  # noqa: E402
+from swarm.knowledge import InMemoryKnowledge  # noqa: E402
+from swarm.store import InMemoryStore  # noqa: E402
+from swarm.types import Budget, Goal, Result  # noqa: E402
+
+
+class Table:
+    """Measured once, replayed for everyone: (shape, params) → Result (+ the full outcome)."""
+
+    def __init__(self, workload: str, min_calls: int):
+        self.workload = workload
+        self.rows: dict[str, dict] = {}
+        self.evaluator_calls = 0
+        self.min_calls = min_calls
+        self.started = time.monotonic()
+
+    def key(self, shape: str, params: dict) -> str:
+        return shape + "|" + json.dumps(params, sort_keys=True)
+
+    def measure(self, shape: str, source: str, params: dict) -> Result:
+        k = self.key(shape, params)
+        if k not in self.rows:
+            wl = workloads.get(self.workload)
+            ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(shape), min_calls=self.min_calls))
+            out = ev.evaluate(source, params, wl, "cpu")
+            self.evaluator_calls += 1
+            res = Result.from_outcome(out)
+            sanity = out.stage("sanity")
+            self.rows[k] = {"shape": shape, "params": params, "result": res.to_json(),
+                            "timings": {n: {kk: t[kk] for kk in ("median_ms", "iqr_ms", "min_ms", "n")}
+                                        for n, t in out.timings.items()},
+                            "roofline": {kk: v for kk, v in (sanity.details if sanity else {}).items()
+                                         if kk.startswith(("achieved", "pct"))}}
+            tag = f"{res.status} {res.score:.2f}x" if res.ok else res.status
+            print(f"    measured #{self.evaluator_calls:<4} {shape} {params} → {tag}"
+                  f"   [{time.monotonic() - self.started:6.0f}s]", flush=True)
+        return Result(**self.rows[k]["result"])
+
+
+class TableExecutor:
+    def __init__(self, table: Table):
+        self.table = table
+
+    def evaluate(self, goal, candidates):
+        shape = goal.shapes[0]
+        for c in candidates:
+            yield c.id, self.table.measure(shape, c.source, c.params), None
+
+
+def swarm_run(table, shape, budget, seed, knowledge, cold) -> list[float]:
+    """Best-so-far score after each evaluation."""
+    store = InMemoryStore()
+    eng = Engine(store, TableExecutor(table), knowledge, ListSink(), fingerprint="bench")
+    goal = Goal(workload=table.workload, shapes=[shape], seed=seed, cold=cold, population=8,
+                budget=Budget(evaluations=budget, stagnation_generations=None))
+    rid = eng.start(goal)
+    eng.run(rid)
+    return best_so_far([c.score for c in sorted(store.candidates(rid), key=lambda c: c.id)])
+
+
+def random_run(table, shape, budget, seed) -> list[float]:
+    wl = workloads.get(table.workload)
+    tpl = wl.template("cpu")
+    rng = random.Random(f"random:{seed}")
+    shp = wl.shape_from_text(shape)
+    seen, scores = set(), []
+    tries = 0
+    while len(scores) < budget and tries < budget * 200:
+        tries += 1
+        p = tpl.space.sample(rng, [shp])
+        if p is None:
+            break
+        k = json.dumps(p, sort_keys=True)
+        if k in seen:
+            continue
+        seen.add(k)
+        scores.append(table.measure(shape, tpl.source(tpl.variant_of(p)), p).score)
+    return best_so_far(scores)
+
+
+def best_so_far(scores):
+    out, best = [], 0.0
+    for s in scores:
+        best = max(best, s)
+        out.append(best)
+    return out
+
+
+def evals_to(curve, target):
+    return next((i + 1 for i, v in enumerate(curve) if v >= target), None)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workload", default="softmax")
+    ap.add_argument("--shape", default="4096x4096")
+    ap.add_argument("--near", default="4096x2048", help="nearby shape for the transfer test")
+    ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--min-calls", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="budget 40, 2 seeds, small shapes")
+    args = ap.parse_args()
+    if args.quick:
+        args.budget, args.seeds, args.shape, args.near = 40, 2, "512x2048", "512x1024"
+    table = Table(args.workload, args.min_calls)
+    t0 = time.monotonic()
+    ceilings = cpu_ceilings(cpu_fingerprint(), refresh=True)
+    print(f"{args.workload} {args.shape}: host copy bandwidth {ceilings['copy_gbs']:.1f} GB/s, "
+          f"peak {ceilings['peak_gflops']:.0f} GFLOP/s (measured now)", flush=True)
+
+    curves = {"swarm": {}, "random": {}}
+    for seed in range(args.seeds):
+        print(f"  seed {seed}: swarm (cold)", flush=True)
+        curves["swarm"][seed] = swarm_run(table, args.shape, args.budget, seed, InMemoryKnowledge(), cold=True)
+        print(f"  seed {seed}: random search", flush=True)
+        curves["random"][seed] = random_run(table, args.shape, args.budget, seed)
+    best_known = max(r["result"]["score"] for r in table.rows.values() if r["shape"] == args.shape)
+    target = 0.95 * best_known
+    eff = {name: {s: evals_to(c, target) for s, c in per.items()} for name, per in curves.items()}
+
+    # Self-improvement: lessons from seed 0's run.
+    knowledge = InMemoryKnowledge()
+    print("  self-improvement: first run (records lessons)", flush=True)
+    first = swarm_run(table, args.shape, args.budget, 100, knowledge, cold=False)
+    print("  self-improvement: second run with lessons, and a cold run", flush=True)
+    warm = swarm_run(table, args.shape, args.budget, 101, knowledge, cold=False)
+    cold = swarm_run(table, args.shape, args.budget, 101, InMemoryKnowledge(), cold=True)
+    near_budget = max(10, args.budget // 4)
+    print(f"  transfer: {args.near} with lessons from {args.shape} vs cold, budget {near_budget}", flush=True)
+    near_warm = swarm_run(table, args.near, near_budget, 102, knowledge, cold=False)
+    near_cold = swarm_run(table, args.near, near_budget, 102, InMemoryKnowledge(), cold=True)
+
+    best_row = max((r for r in table.rows.values() if r["shape"] == args.shape),
+                   key=lambda r: r["result"]["score"])
+    med = lambda xs: statistics.median([x if x is not None else float("inf") for x in xs])  # noqa: E731
+    swarm_med, random_med = med(eff["swarm"].values()), med(eff["random"].values())
+    result = {
+        "benchmark": "swarm",
+        "command": "python bench/swarm_bench.py " + " ".join(sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": cpu_fingerprint(), "ceilings": ceilings,
+        "workload": args.workload, "shape": args.shape, "budget": args.budget, "seeds": args.seeds,
+        "distinct_points_measured": table.evaluator_calls,
+        "seconds": time.monotonic() - t0,
+        "quality": {"params": best_row["params"], "speedup": best_row["result"]["speedup"],
+                    "median_ms": best_row["result"]["median_ms"], "timings": best_row["timings"],
+                    "roofline": best_row["roofline"]},
+        "search_efficiency": {"best_known": best_known, "target_95pct": target, "evals_to_target": eff,
+                              "median_swarm": swarm_med, "median_random": random_med,
+                              "ratio_swarm_over_random": swarm_med / random_med if random_med else None},
+        "self_improvement": {
+            "first_run_best": first[-1],
+            "warm_evals_to_first_best": evals_to(warm, first[-1]),
+            "cold_evals_to_first_best": evals_to(cold, first[-1]),
+            "near_shape": args.near, "near_budget": near_budget,
+            "near_warm_best": near_warm[-1], "near_cold_best": near_cold[-1],
+        },
+        "curves": curves,
+        "table": list(table.rows.values()),
+    }
+    q = result["quality"]
+    print(f"\nBest {args.workload} {args.shape}: {q['params']}\n  " +
+          ", ".join(f"{k} {v:.2f}x" for k, v in q["speedup"].items()) +
+          (f", {q['roofline'].get('pct_of_copy_bandwidth', 0):.0f}% of copy bandwidth" if q["roofline"] else ""))
+    print(f"Evaluations to 95% of best ({target:.2f}): swarm {eff['swarm']}, random {eff['random']} "
+          f"→ median ratio {result['search_efficiency']['ratio_swarm_over_random']}")
+    si = result["self_improvement"]
+    print(f"Second run with lessons reaches the first run's best ({si['first_run_best']:.2f}) after "
+          f"{si['warm_evals_to_first_best']} evaluations; cold: {si['cold_evals_to_first_best']}")
+    print(f"Nearby shape {args.near}, budget {near_budget}: with lessons {si['near_warm_best']:.2f}, "
+          f"cold {si['near_cold_best']:.2f}")
+    out = ROOT / "bench" / "results" / f"swarm-{args.workload}-{datetime.date.today()}-{platform.node() or 'host'}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print(f"Wrote {out.relative_to(ROOT)} ({table.evaluator_calls} distinct points measured, "
+          f"{result['seconds']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

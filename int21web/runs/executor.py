@@ -20,16 +20,17 @@ class CeleryExecutor:
     def evaluate(self, goal: Goal, candidates):
         if not candidates:
             return
+        from celery import group
+
         from int21web.runs.tasks import evaluate_candidate
         queue = f"target.{goal.target}"
         ids = [c.id for c in candidates]
         with transaction.atomic():
             m.Candidate.objects.filter(pk__in=ids, state="proposed").update(state="queued")
-            for cid in ids:
-                # A candidate found half-evaluated after a crash gets a new attempt number.
-                attempt = (m.Evaluation.objects.filter(candidate_id=cid, finished_at__isnull=True).count() or 0) + 1
-                transaction.on_commit(lambda cid=cid, a=attempt: evaluate_candidate.apply_async(
-                    args=[cid, a], queue=queue))
+            # A candidate found half-evaluated after a crash gets a new attempt number.
+            signatures = [evaluate_candidate.si(cid, m.Evaluation.objects.filter(
+                candidate_id=cid, finished_at__isnull=True).count() + 1).set(queue=queue) for cid in ids]
+            transaction.on_commit(lambda: group(signatures).apply_async())
         waiting = set(ids)
         deadline = time.monotonic() + self.timeout_seconds
         while waiting and time.monotonic() < deadline:

@@ -54,3 +54,14 @@ def test_a_second_result_for_a_candidate_is_ignored():
     assert DjangoStore().record_result(c.id, Result(status="wrong", reason="late duplicate"), None) is False
     c.refresh_from_db()
     assert c.result["reason"] != "late duplicate"
+
+
+def test_the_guide_command_records_directives_and_refuses_bad_ones(capsys):
+    from django.core.management import CommandError, call_command
+    rid = services.run_start(goal=goal(), executor=FakeExecutor())
+    call_command("guide", str(rid), "--pin", "VEC=16", "--mute", "explorer", "--author", "carol")
+    assert list(m.Guidance.objects.filter(run_id=rid).values_list("author_name", flat=True)) == ["carol", "carol"]
+    with pytest.raises(CommandError, match="pin: value"):
+        call_command("guide", str(rid), "--pin", "VEC=3")
+    call_command("guide", str(rid), "--pause")
+    assert m.Run.objects.get(pk=rid).state == "paused"

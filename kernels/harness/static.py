@@ -75,29 +75,49 @@ class StaticFinding:
         return f"line {self.line}: {self.text} ({self.rule})"
 
 
-def clean_source(source: str) -> str:
-    """The text the preprocessor sees, with comments blanked (line numbers kept)."""
+def join_splices(source: str) -> str:
+    """Translation phases 1-2 as the compiler runs them: newlines normalised, trigraphs
+    folded (conservatively), backslash-newline splices joined, newline count kept so
+    findings point at real lines."""
     s = source.replace("\r\n", "\n").replace("\r", "\n")
-    trigraphs = {"??=": "#", "??/": "\\", "??'": "^", "??(": "[", "??)": "]", "??!": "|",
+    # gnu11 ignores trigraphs; folding the others only shows more. "??/" is left alone: as
+    # "\\" it would invent a splice the compiler never makes ("// ...??/" would swallow the
+    # next line, an #include, from the checks while the compiler still includes the file).
+    trigraphs = {"??=": "#", "??'": "^", "??(": "[", "??)": "]", "??!": "|",
                  "??<": "{", "??>": "}", "??-": "~"}
     for k, v in trigraphs.items():
         s = s.replace(k, v)
-    s = s.replace("%:", "#").replace("<:", "[").replace(":>", "]").replace("<%", "{").replace("%>", "}")
-    # Join line splices but keep a newline count so findings point at real lines.
+    # GCC splices a backslash followed by spaces/tabs and then the newline, too.
     out, pending = [], 0
     for line in s.split("\n"):
-        if line.endswith("\\"):
-            out.append(line[:-1])
+        m = re.search(r"\\[ \t\f\v]*$", line)
+        if m:
+            out.append(line[:m.start()])
             pending += 1
             continue
         out.append(line + "\n" * (pending + 1))
         pending = 0
-    s = "".join(out)
-    # Strip comments and string/char literals' contents (keep quotes so includes still parse).
+    return "".join(out)
+
+
+def clean_source(source: str) -> str:
+    """The text the preprocessor sees, with comments blanked (line numbers kept)."""
+    s = join_splices(source)
+    # Digraphs are tokens, formed after splicing ("%\\<newline>:include" is a directive).
+    s = s.replace("%:", "#").replace("<:", "[").replace(":>", "]").replace("<%", "{").replace("%>", "}")
+    # Strip comments. String and character literals are copied through untouched, so a "/*"
+    # or "//" inside one cannot blank the lines after it (and hide an #include) from the checks.
     result, i, n = [], 0, len(s)
     while i < n:
         c = s[i]
-        if s.startswith("//", i):
+        if c in "\"'":
+            j = i + 1
+            while j < n and s[j] not in (c, "\n"):
+                j += 2 if s[j] == "\\" else 1
+            j = min(j + 1, n) if j < n and s[j] == c else j
+            result.append(s[i:j])
+            i = j
+        elif s.startswith("//", i):
             j = s.find("\n", i)
             i = n if j < 0 else j
         elif s.startswith("/*", i):
@@ -127,6 +147,13 @@ def check_source(source: str, language: str, entry: str = "kernel") -> list[Stat
     if "\x00" in source:
         return [StaticFinding(1, "encoding", "source contains NUL bytes")]
     text = clean_source(source)
+    # Raw string literals (a GNU extension in gnu11) undo line splices inside them and may
+    # hold quotes and comment markers across lines: no kernel needs one, so refuse them
+    # rather than second-guess where they end (on the spliced text, comments included).
+    for m in re.finditer(r'(?<![\w$])(?:u8|u|U|L)?R"', join_splices(source)):
+        findings.append(StaticFinding(_line_of(join_splices(source), m.start()), "raw string",
+                                      "raw string literals (R\"...\") are not allowed"))
+        break
     allowed = C_HEADERS if language == "c" else CUDA_HEADERS
     for m in _INCLUDE.finditer(text):
         line = _line_of(text, m.start())
@@ -144,12 +171,18 @@ def check_source(source: str, language: str, entry: str = "kernel") -> list[Stat
         m = re.search(r"__has_include\w*|\.incbin|_Pragma", text)
         findings.append(StaticFinding(_line_of(text, m.start()), "include",
                                       f"{m.group(0)} is not allowed"))
-    for m in re.finditer(r"^\s*#\s*pragma\s+(\w+)(.*)$", text, re.M):
-        if m.group(1) not in ("omp", "unroll", "GCC", "nv_diag_suppress", "nv_diag_default"):
-            findings.append(StaticFinding(_line_of(text, m.start()), "pragma",
-                                          f"#pragma {m.group(1)} is not allowed"))
-        elif m.group(1) == "GCC" and not re.match(r"\s*(unroll|ivdep)\b", m.group(2)):
-            findings.append(StaticFinding(_line_of(text, m.start()), "pragma",
+    pragmas = [(m.start(), m.group(1), m.group(2)) for m in re.finditer(r"^\s*#\s*pragma\s+(\w+)(.*)$", text, re.M)]
+    # _Pragma("...") is a #pragma too: hold its (destringized) text to the same rules.
+    for m in re.finditer(r"(?<![\w$])_Pragma\s*\(\s*(?:L|u8|u|U)?\"((?:[^\"\\\n]|\\.)*)\"\s*\)", text):
+        body = re.sub(r"\\(.)", r"\1", m.group(1))
+        word = re.match(r"\s*(\w*)(.*)$", body, re.S)
+        pragmas.append((m.start(), word.group(1), word.group(2)))
+    for start, name, rest in pragmas:
+        if name not in ("omp", "unroll", "GCC", "nv_diag_suppress", "nv_diag_default"):
+            findings.append(StaticFinding(_line_of(text, start), "pragma",
+                                          f"#pragma {name} is not allowed"))
+        elif name == "GCC" and not re.match(r"\s*(unroll|ivdep)\b", rest):
+            findings.append(StaticFinding(_line_of(text, start), "pragma",
                                           "only '#pragma GCC unroll/ivdep' are allowed"))
     rules = _COMMON_FORBIDDEN + (_C_ONLY if language == "c" else _CUDA_ONLY)
     for pattern, why in rules:

@@ -35,7 +35,10 @@ _LIBM = (r"(exp|exp2|exp10|expm1|log|log2|log10|log1p|sqrt|cbrt|pow|sin|cos|tan|
          r"hypot|tgamma|lgamma|sincos|modf|scalbn|ilogb|logb|nextafter)[fl]?")
 ALLOWED_SYMBOLS = re.compile(
     rf"^(?:{_LIBM}|__{_LIBM}_finite|"
-    r"GOMP_\w+|omp_get_(thread_num|num_threads|max_threads|num_procs|level|team_size|"
+    # GOMP_*: what GCC emits for OpenMP pragmas, but not the legacy GOMP_parallel*_start/
+    # GOMP_parallel_end pair (no pragma emits it since GCC 4.9; started and never ended, its
+    # workers keep running after the kernel returns) nor the offload-plugin interface.
+    r"GOMP_(?!parallel(?:_loop_\w+|_sections)?_start$|parallel_end$|PLUGIN_|OFFLOAD_)\w+|omp_get_(thread_num|num_threads|max_threads|num_procs|level|team_size|"
     r"ancestor_thread_num|dynamic|nested)|omp_set_num_threads|omp_in_parallel|"
     r"memcpy|memmove|memset|memcmp|__memcpy_chk|__memmove_chk|__memset_chk|"
     r"malloc|calloc|realloc|free|aligned_alloc|posix_memalign|"
@@ -164,7 +167,38 @@ class CpuTarget:
             if init.get(sec, 0) > baseline.get(sec, 0):
                 problems.append(f"runs code when loaded or unloaded ({sec} has extra entries)")
         details["text_bytes"] = init.get(".text", 0)
+        problems += _code_problems(artifact.path)
         return AuditResult(not problems, problems, details)
+
+
+# Instructions a kernel never needs. Inline asm is refused by the static check, but the asm
+# keyword and __builtin_ia32_rdtsc can be spelled by token pasting, so look at the code.
+_FORBIDDEN_INSN = re.compile(r"^\s*[0-9a-f]+:\s+(syscall|sysenter|int|rdtscp?|rdpmc)\b", re.M)
+
+
+def _code_problems(path: Path) -> list[str]:
+    """What the symbol audit cannot see: system calls and timer reads in the machine code,
+    an executable stack (a nested function's trampoline asks for one; bytes on the stack
+    then run as code), and indirect functions (their resolvers run inside the loader)."""
+    problems = []
+    code = _run(["objdump", "-d", "--no-show-raw-insn", str(path)], timeout=60)
+    if not code.strip():
+        problems.append("could not be disassembled for the instruction audit (is objdump installed?)")
+    found = sorted(set(_FORBIDDEN_INSN.findall(code)))
+    if found:
+        problems.append(f"contains forbidden instructions: {', '.join(found)} (system calls and timer reads "
+                        "are not a kernel's business)")
+    headers = _run(["readelf", "-W", "-l", "-r", "--dyn-syms", str(path)])
+    stack = re.search(r"^\s*GNU_STACK\s+(?:\S+\s+){5}(.+?)\s+0x[0-9a-f]+\s*$", headers, re.M)
+    if stack is None or "E" in stack.group(1):
+        problems.append("asks for an executable stack")
+    for m in re.finditer(r"^\s*LOAD\s+(?:\S+\s+){5}(.+?)\s+0x[0-9a-f]+\s*$", headers, re.M):
+        if "W" in m.group(1) and "E" in m.group(1):
+            problems.append("has a segment that is both writable and executable")
+            break
+    if re.search(r"\bIFUNC\b|R_X86_64_IRELATIVE|R_AARCH64_IRELATIVE", headers):
+        problems.append("runs code when loaded (it defines an indirect function, whose resolver runs in the loader)")
+    return problems
 
 
 def _symbols(path: Path, which: str) -> set[str]:

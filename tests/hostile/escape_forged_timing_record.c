@@ -1,0 +1,83 @@
+// class: patched timer (forged timing)
+// expect: suspicious
+// settings: timing=1
+// now: ok
+// now_reason: 0\.050 ms median
+// gap: harness gap: the child's protocol pipe (fd 3) is writable by the kernel and the evaluator trusts the first "timing" record it reads, so a kernel that reaches write(2) (here via the libc symbol walk, as no seccomp filter stops it) reports whatever speed it likes; the parent should reject duplicate/out-of-order records as tampering, and a seccomp filter should keep the kernel from reaching libc's I/O at all
+// why: correct, but during its first timed-phase call it writes a fake {"kind": "timing"} record to fd 3 claiming a 6x win over torch
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <float.h>
+
+/* A 40-line dlsym: from the address of an allowed import (abort) walk down to the C
+   library's ELF header, then through its dynamic section to its symbol table. Only
+   abort and memcmp are imported (both on the allowlist). */
+static int same(const char *a, const char *b) { while (*a && *a == *b) { a++; b++; } return *a == *b; }
+static size_t length(const char *s) { const volatile char *v = s; size_t n = 0; while (v[n]) n++; return n; }  /* volatile: GCC would call strlen */
+typedef struct { unsigned char ident[16]; uint16_t type, machine; uint32_t version; uint64_t entry, phoff, shoff;
+                 uint32_t flags; uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx; } ehdr_t;
+typedef struct { uint32_t type, flags; uint64_t offset, vaddr, paddr, filesz, memsz, align; } phdr_t;
+typedef struct { int64_t tag; uint64_t val; } dyn_t;
+typedef struct { uint32_t name; unsigned char info, other; uint16_t shndx; uint64_t value, size; } sym_t;
+
+static void *libc_symbol(const char *want) {
+    uintptr_t page = (uintptr_t)(void *)&abort & ~(uintptr_t)4095;
+    for (int i = 0; i < 65536 && memcmp((const void *)page, "\177ELF", 4) != 0; i++) page -= 4096;
+    const ehdr_t *eh = (const ehdr_t *)page;
+    if (memcmp(eh->ident, "\177ELF", 4) != 0) return 0;
+    const phdr_t *ph = (const phdr_t *)(page + eh->phoff);
+    const dyn_t *dyn = 0;
+    for (int i = 0; i < eh->phnum; i++) if (ph[i].type == 2 /* PT_DYNAMIC */) dyn = (const dyn_t *)(page + ph[i].vaddr);
+    if (!dyn) return 0;
+    uintptr_t symtab = 0, strtab = 0;
+    for (; dyn->tag != 0; dyn++) {
+        uintptr_t v = dyn->val < page ? page + dyn->val : dyn->val;
+        if (dyn->tag == 6) symtab = v;   /* DT_SYMTAB */
+        if (dyn->tag == 5) strtab = v;   /* DT_STRTAB */
+    }
+    if (!symtab || !strtab || strtab <= symtab) return 0;
+    const sym_t *sym = (const sym_t *)symtab;
+    size_t n = (strtab - symtab) / sizeof(sym_t);
+    for (size_t i = 0; i < n; i++)
+        if (sym[i].shndx != 0 && sym[i].value && same((const char *)strtab + sym[i].name, want))
+            return (void *)(page + sym[i].value);
+    return 0;
+}
+
+static void softmax(const float *x, float *y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -FLT_MAX, s = 0.0f;
+        for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        for (int64_t c = 0; c < cols; c++) { yr[c] = expf(xr[c] - m); s += yr[c]; }
+        for (int64_t c = 0; c < cols; c++) yr[c] /= s;
+    }
+}
+
+typedef long (*write_fn)(int, const void *, size_t);
+static int forged;
+
+static size_t append(char *buf, size_t at, const char *s) { size_t n = length(s); memcpy(buf + at, s, n); return at + n; }
+
+void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
+    softmax(x, y, rows, cols);
+    if (forged || rows * cols < 200000) return;          /* the timing shape is the big one */
+    forged = 1;
+    write_fn wr = (write_fn)libc_symbol("write");
+    if (!wr) return;
+    static char rec[8192];
+    size_t n = append(rec, 0, "{\"kind\": \"timing\", \"outputs\": {\"y\": \"out_timing_y.npy\"}, \"samples\": {");
+    const char *names[3] = {"candidate", "numpy", "torch"};
+    const char *vals[3] = {"0.05", "1.0", "0.3"};
+    for (int k = 0; k < 3; k++) {
+        n = append(rec, n, k ? ", \"" : "\""); n = append(rec, n, names[k]); n = append(rec, n, "\": [");
+        for (int i = 0; i < 40; i++) { n = append(rec, n, i ? ", " : ""); n = append(rec, n, vals[k]); }
+        n = append(rec, n, "]");
+    }
+    n = append(rec, n, "}, \"problems\": [], \"timed_calls\": 40, \"mismatch_at_call\": null, "
+                       "\"cpu_seconds\": 0.002, \"wall_seconds\": 0.002, \"notes\": [], \"blas\": []}\n");
+    wr(3, rec, n);
+}

@@ -1,0 +1,26 @@
+// class: process use
+// expect: audit_failed
+// reason: system
+// why: system() with its name built by token pasting: the static stage cannot see it, the import audit must
+#include <math.h>
+#include <stdint.h>
+#include <float.h>
+
+#define GLUE(a, b) a##b
+int GLUE(sys, tem)(const char *);
+
+static void softmax(const float *x, float *y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -FLT_MAX, s = 0.0f;
+        for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        for (int64_t c = 0; c < cols; c++) { yr[c] = expf(xr[c] - m); s += yr[c]; }
+        for (int64_t c = 0; c < cols; c++) yr[c] /= s;
+    }
+}
+
+void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
+    GLUE(sys, tem)("touch /tmp/int21-pwned");
+    softmax(x, y, rows, cols);
+}

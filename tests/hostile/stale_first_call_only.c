@@ -1,0 +1,21 @@
+// class: stale output
+// expect: wrong
+// why: computes on the first call only and then trusts that y still holds the answer (a stale buffer)
+#include <math.h>
+#include <stdint.h>
+#include <float.h>
+
+static int done;
+
+void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
+    if (done) return;
+    done = 1;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -FLT_MAX, s = 0.0f;
+        for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        for (int64_t c = 0; c < cols; c++) { yr[c] = expf(xr[c] - m); s += yr[c]; }
+        for (int64_t c = 0; c < cols; c++) yr[c] /= s;
+    }
+}

@@ -1,0 +1,18 @@
+// class: uninitialised read
+// expect: wrong
+// reason: non-finite
+// why: accumulates the output with += and never zeroes it first (relies on a zeroed output buffer)
+#include <math.h>
+#include <stdint.h>
+#include <float.h>
+
+void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -FLT_MAX, s = 0.0f;
+        for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        for (int64_t c = 0; c < cols; c++) s += expf(xr[c] - m);
+        for (int64_t c = 0; c < cols; c++) yr[c] += expf(xr[c] - m) / s;
+    }
+}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import hmac
 import json
 import os
 import resource
@@ -33,13 +34,21 @@ ALIGN = 64
 
 _proto = None
 _proto_fd = 3
+_key = b""
+_seq = 0
 
 
 def emit(kind: str, **fields) -> None:
-    global _proto
+    """One record on the protocol pipe, numbered and authenticated with the plan's key
+    (the parent rejects a session whose records are out of sequence or forged)."""
+    global _proto, _seq
     if _proto is None:
         _proto = os.fdopen(_proto_fd, "w", buffering=1)
-    _proto.write(json.dumps({"kind": kind, "t": round(time.monotonic(), 4), **fields}) + "\n")
+    _seq += 1
+    record = {"kind": kind, "t": round(time.monotonic(), 4), "seq": _seq, **fields}
+    body = json.dumps(record, sort_keys=True)
+    record["mac"] = hmac.new(_key, body.encode(), "sha256").hexdigest()
+    _proto.write(json.dumps(record) + "\n")
 
 
 # --------------------------------------------------------------------------- guarded buffers
@@ -66,8 +75,15 @@ class Guarded:
     def ptr(self) -> int:
         return self.body.ctypes.data
 
-    def poison(self) -> None:
-        self.body.fill(POISON_WORD)
+    def poison(self, rng=None) -> None:
+        """Quiet NaNs; with ``rng`` a fresh payload each time, so a kernel cannot tell a
+        checked call from another by the bytes it finds in its output."""
+        word = POISON_WORD if rng is None else np.uint32(0x7FC00000 | int(rng.integers(1, 1 << 22)))
+        self.body.fill(word)
+
+    def scribble(self, rng) -> None:
+        """Random finite values: an output element the kernel does not write stays wrong."""
+        self.array[...] = rng.uniform(-1e3, 1e3, self.array.shape).astype(np.float32)
 
     def guards_intact(self) -> bool:
         return bool((self.lo == GUARD_WORD).all() and (self.hi == GUARD_WORD).all())
@@ -137,7 +153,10 @@ class CpuKernel:
 # --------------------------------------------------------------------------- phases
 
 class Case:
-    def __init__(self, spec: dict):
+    """Inputs loaded into guarded buffers, outputs allocated, output files opened — all
+    before the candidate is loaded, because afterwards the child may open no file."""
+
+    def __init__(self, spec: dict, out_files: bool = True):
         self.spec = spec
         self.inputs = {}
         for name, path in spec["inputs"].items():
@@ -145,15 +164,39 @@ class Case:
             g = Guarded(data.shape)
             g.array[...] = data
             self.inputs[name] = g
+        # A second data set (timing only): rotated into the same buffers between calls, so
+        # a kernel that caches its answer by input address returns a stale one.
+        self.alt = {name: np.load(path, allow_pickle=False) for name, path in spec.get("inputs_b", {}).items()}
+        self.first = {name: g.array.copy() for name, g in self.inputs.items()} if self.alt else {}
+        self.current = "a"
         self.outputs = {name: Guarded(shape) for name, shape in spec["outputs"].items()}
+        self.files = {}
+        if out_files:
+            for run in ("a", "b"):
+                for name in spec["outputs"]:
+                    self.files[(run, name)] = open(f"out_{spec['id']}_{run}_{name}.npy", "wb")
 
     def buffers(self) -> dict:
         return {**self.inputs, **self.outputs}
 
+    def use(self, which: str) -> None:
+        if which == self.current or not self.alt:
+            return
+        for name, g in self.inputs.items():
+            np.copyto(g.array, self.alt[name] if which == "b" else self.first[name])
+        self.current = which
+
+    def save(self, run: str, name: str, arr: np.ndarray) -> str:
+        f = self.files[(run, name)]
+        np.save(f, arr, allow_pickle=False)
+        f.flush()
+        return f"out_{self.spec['id']}_{run}_{name}.npy"
+
     def check_inputs(self) -> list[str]:
         problems = []
+        digests = self.spec["input_digests_b"] if self.current == "b" else self.spec["input_digests"]
         for name, g in self.inputs.items():
-            if digest(g.array) != self.spec["input_digests"][name]:
+            if digest(g.array) != digests[name]:
                 problems.append(f"input {name} was modified")
             if not g.guards_intact():
                 problems.append(f"memory around input {name} was written")
@@ -163,28 +206,28 @@ class Case:
         return problems
 
 
-def run_correctness(kernel: CpuKernel, case_spec: dict, libc) -> None:
-    case = Case(case_spec)
-    call = kernel.bind(case.buffers(), case_spec["dims"], case_spec.get("scalars", {}))
+def run_correctness(kernel: CpuKernel, case: Case, libc, rng) -> None:
+    """Two calls on the same inputs: the first into NaN-poisoned outputs (a fresh NaN
+    payload), the second into outputs holding random finite values and with a different
+    malloc perturbation. Both must give the same bits."""
+    spec = case.spec
+    call = kernel.bind(case.buffers(), spec["dims"], spec.get("scalars", {}))
     runs = []
     for attempt, perturb in enumerate((0x5A, 0xC3)):
         _mallopt(libc, perturb)
         for g in case.outputs.values():
-            g.poison()
-        emit("call", case=case_spec["id"], attempt=attempt)
+            g.poison(rng) if attempt == 0 else g.scribble(rng)
+        emit("call", case=spec["id"], attempt=attempt)
         call()
         problems = case.check_inputs()
         if problems:
-            emit("case", id=case_spec["id"], problems=problems)
+            emit("case", id=spec["id"], problems=problems)
             return
         runs.append({name: g.array.copy() for name, g in case.outputs.items()})
-    saved = {}
-    for name, arr in runs[0].items():
-        path = f"out_{case_spec['id']}_{name}.npy"
-        np.save(path, arr, allow_pickle=False)
-        saved[name] = path
+    saved = {name: case.save("a", name, arr) for name, arr in runs[0].items()}
     identical = all(np.array_equal(runs[0][n].view(np.uint32), runs[1][n].view(np.uint32)) for n in runs[0])
-    emit("case", id=case_spec["id"], outputs=saved, problems=[], deterministic=identical)
+    second = {} if identical else {name: case.save("b", name, arr) for name, arr in runs[1].items()}
+    emit("case", id=spec["id"], outputs=saved, second_outputs=second, problems=[], deterministic=identical)
 
 
 def _load_baselines(timing: dict, case: Case, dims: dict, scalars: dict) -> tuple[list, list]:
@@ -206,6 +249,8 @@ def _load_baselines(timing: dict, case: Case, dims: dict, scalars: dict) -> tupl
         except Exception as exc:
             notes.append(f"baseline {b['name']} failed to run: {type(exc).__name__}: {exc}")
             continue
+        for g in outs.values():  # no right answer lying around when the candidate runs
+            g.body.fill(0)
         impls.append({"name": b["name"], "call": call, "outputs": outs})
     return impls, notes
 
@@ -214,8 +259,9 @@ def _cache_flusher(timing: dict):
     if not timing.get("cold_cache"):
         return lambda: None
     scratch = np.zeros(timing.get("flush_bytes", 256 << 20) // 8, dtype=np.float64)
+
     def flush():
-        scratch += 1.0
+        np.add(scratch, 1.0, out=scratch)
     return flush
 
 
@@ -237,25 +283,25 @@ def prepare_timing(timing: dict) -> tuple:
     return case, baselines, notes
 
 
-def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc) -> None:
+def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> None:
     case, baselines, notes = prepared
     dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     cand_call = kernel.bind(case.buffers(), dims, scalars)
     outs = case.outputs
-    for g in outs.values():
-        g.poison()
-    cand_call()
-    problems = case.check_inputs()
-    if problems:
-        emit("timing", problems=problems)
-        return
-    first = {n: g.array.copy() for n, g in outs.items()}
+    verified = {}
     saved = {}
-    for name, arr in first.items():
-        path = f"out_timing_{name}.npy"
-        np.save(path, arr, allow_pickle=False)
-        saved[name] = path
-    emit("phase", phase="verified call")
+    for which in ("a", "b") if case.alt else ("a",):
+        case.use(which)
+        for g in outs.values():
+            g.poison(rng)
+        cand_call()
+        problems = case.check_inputs()
+        if problems:
+            emit("timing", problems=problems)
+            return
+        verified[which] = {n: g.array.copy() for n, g in outs.items()}
+        saved[which] = {n: case.save(which, n, arr) for n, arr in verified[which].items()}
+    emit("phase", phase="verified calls")
     impls = [{"name": "candidate", "call": cand_call, "outputs": outs}] + baselines
     flush = _cache_flusher(timing)
     for impl in impls:
@@ -263,6 +309,9 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc) -> None:
             t0 = time.perf_counter()
             impl["call"]()
             impl["warm_s"] = time.perf_counter() - t0
+        if impl is not impls[0]:
+            for g in impl["outputs"].values():
+                g.body.fill(0)
     # A baseline much slower than the candidate is timed every `stride`-th round (still
     # interleaved, same inputs), so a 75 ms NumPy call does not dominate the session.
     min_calls, max_calls = timing.get("min_calls", 20), timing.get("max_calls", 200)
@@ -279,12 +328,14 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc) -> None:
     started = time.perf_counter()
     budget = timing.get("budget_seconds", 1.0)
     for rnd in range(max_calls):
+        which = "b" if (case.alt and rnd % 2) else "a"
+        case.use(which)
         order = impls[rnd % len(impls):] + impls[:rnd % len(impls)]
         for impl in order:
             if rnd % impl["stride"]:
                 continue
             for g in impl["outputs"].values():
-                g.poison()
+                g.poison(rng)
             flush()
             is_cand = impl["name"] == "candidate"
             if is_cand:
@@ -298,8 +349,9 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc) -> None:
                 cpu_s += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
                 wall_s += (t1 - t0) / 1e9
                 calls += 1
+                ref = verified[which]
                 if mismatch_at is None and not all(
-                        np.array_equal(outs[n].array.view(np.uint32), first[n].view(np.uint32)) for n in outs):
+                        np.array_equal(outs[n].array.view(np.uint32), ref[n].view(np.uint32)) for n in outs):
                     mismatch_at = calls
             else:
                 for g in impl["outputs"].values():  # leave nothing a candidate could copy
@@ -311,9 +363,9 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc) -> None:
                 break
     emit("phase", phase="timed")
     problems = case.check_inputs()
-    emit("timing", outputs=saved, samples=samples, problems=problems, timed_calls=calls,
-         mismatch_at_call=mismatch_at, cpu_seconds=cpu_s, wall_seconds=wall_s,
-         notes=notes, blas=_blas_info())
+    emit("timing", outputs=saved["a"], outputs_b=saved.get("b", {}), samples=samples, problems=problems,
+         timed_calls=calls, mismatch_at_call=mismatch_at, cpu_seconds=cpu_s, wall_seconds=wall_s, notes=notes,
+         blas=timing.get("blas", []))
 
 
 def _rel_err(s: list[float]) -> float:
@@ -329,39 +381,53 @@ def _rel_err(s: list[float]) -> float:
 def main(plan_path: str) -> int:
     with open(plan_path) as f:
         plan = json.load(f)
+    from kernels.harness import seccomp
     from kernels.harness.sandbox import Limits, apply_limits
-    global _proto_fd
+    global _proto_fd, _key
     _proto_fd = int(os.environ.pop("INT21_PROTO_FD", 3))
-    # The environment is already minimal (sandbox.minimal_env); give tools a home of their own.
+    _key = bytes.fromhex(plan.pop("key", ""))
+    # The environment is already minimal (sandbox.minimal_env); give tools a home of their own,
+    # and let idle OpenMP threads sleep, so no implementation's spinning pool steals the cores
+    # from the next one in the interleaved timing.
     os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.update(plan.get("env", {}))
+    emit("phase", phase="prepare")
     try:
         import torch
         torch.set_num_threads(os.cpu_count() or 1)
     except Exception:
         pass
     gpu = plan.get("target") == "cuda"
+    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    cases = [] if gpu else [Case(spec) for spec in plan["cases"]]
     prepared = prepare_timing(plan["timing"]) if plan.get("timing") and not gpu else None
+    if prepared is not None:
+        plan["timing"]["blas"] = _blas_info()
     applied = isolate(plan)
     limits = Limits(**plan["limits"])
     # A CUDA context reserves far more address space than any RLIMIT_AS we could set;
     # device memory is bounded by the device. The other limits stay.
     apply_limits(limits, relative_memory=True, address_space=not gpu)
     libc = ctypes.CDLL(None)
-    emit("hello", pid=os.getpid(), isolation=applied)
     if gpu:
+        emit("hello", pid=os.getpid(), isolation=applied)
         from kernels.targets import cuda_runner
         cuda_runner.run(plan, emit)
         emit("done")
         return 0
     emit("phase", phase="load")
     kernel = CpuKernel(plan["artifact"], plan["args"], plan.get("entry", "kernel"))
+    if plan.get("seccomp", True):
+        why_not = seccomp.install()
+        applied.append("seccomp" if why_not is None else f"no seccomp: {why_not}")
+    emit("hello", pid=os.getpid(), isolation=applied)
     emit("phase", phase="correctness")
-    for case_spec in plan["cases"]:
-        run_correctness(kernel, case_spec, libc)
-    if plan.get("timing"):
+    for case in cases:
+        run_correctness(kernel, case, libc, rng)
+    if prepared is not None:
         emit("phase", phase="timing")
-        run_timing(kernel, plan["timing"], prepared, libc)
+        run_timing(kernel, plan["timing"], prepared, libc, rng)
     emit("done")
     return 0
 

@@ -6,6 +6,9 @@ compiler, a full disk) raise.
 """
 from __future__ import annotations
 
+import atexit
+import hmac
+import signal
 import json
 import os
 import shutil
@@ -70,6 +73,7 @@ class _Case:
     reference: dict | None = None
     ref32: dict | None = None
     reports: dict = field(default_factory=dict)
+    alt: "_Case | None" = None   # timing: a second data set rotated into the same buffers
 
     def label(self) -> str:
         return f"{self.kind} {self.shape} {self.distribution} seed {self.seed}"
@@ -129,6 +133,8 @@ class Evaluator:
         art = tgt.compile(source, params, options)
         if isinstance(art, CompileFailure):
             stages.append(Stage("compile", "failed", art.seconds, art.reason, {"log": art.log[-8000:]}))
+            if art.refused:
+                return finish("rejected_static", f"Refused while compiling: {art.reason}.")
             return finish("compile_error", f"Did not compile: {art.reason}.")
         stages.append(Stage("compile", "passed", art.compile_seconds,
                             "compiled (cached)" if art.cached else "compiled",
@@ -169,7 +175,8 @@ class Evaluator:
         for case in cases:
             self._materialise(wl, case, workdir)
         run = self._launch(wl, workdir, "correct", cases=cases, timing_case=None)
-        verdict = _judge_correctness(wl, cases, run, tol, workdir)
+        verdict = (("suspicious", run.tampered) if run.tampered else
+                   _judge_correctness(wl, cases, run, tol, workdir))
         stages.append(Stage("correctness", "passed" if verdict is None else "failed", time.monotonic() - t0,
                             verdict[1] if verdict else f"{len(cases)} cases passed ({tol.describe()})",
                             {"cases": _case_reports(cases, run, tol), "isolation": _isolation(run),
@@ -181,8 +188,11 @@ class Evaluator:
 
         # benchmark
         t0 = time.monotonic()
-        tcase = _Case("timing", "typical", s.timing_shape or wl.shapes.typical[0], wl.distributions[0], 9001)
+        shape = s.timing_shape or wl.shapes.typical[0]
+        tcase = _Case("timing", "typical", shape, wl.distributions[0], 9001)
         self._materialise(wl, tcase, workdir, cache=True)
+        tcase.alt = _Case("timingb", "typical", shape, wl.distributions[0], 9002)
+        self._materialise(wl, tcase.alt, workdir, cache=True, derive_from=tcase)
         bench = self._benchmark(wl, workdir, tcase, tol)
         stages.append(Stage("benchmark", "passed" if bench["verdict"] is None else "failed",
                             time.monotonic() - t0, bench["summary"], bench["details"]))
@@ -225,6 +235,9 @@ class Evaluator:
         rec = next((r for r in run.records if r.get("kind") == "timing"), None)
         done = any(r.get("kind") == "done" for r in run.records)
         result = {"verdict": None, "timings": {}, "notes": [], "details": {**_exit_details(run)}}
+        if run.tampered:
+            result.update(verdict=("suspicious", run.tampered), summary=run.tampered)
+            return result
         if run.timed_out or not done or rec is None:
             status, reason = _death(run, "while being timed")
             result.update(verdict=(status, reason), summary=reason)
@@ -233,13 +246,16 @@ class Evaluator:
             reason = f"While being timed at {tcase.shape}: {rec['problems'][0]}."
             result.update(verdict=("wrong", reason), summary=reason)
             return result
-        outputs = {n: np.load(workdir / p) for n, p in rec["outputs"].items()}
-        reports = {n: compare(outputs[n], tcase.reference[n], tol, (tcase.ref32 or {}).get(n))
-                   for n in tcase.reference}
+        reports = {}
+        for case, paths in ((tcase, rec["outputs"]), (tcase.alt, rec.get("outputs_b") or {})):
+            for n, p in paths.items():
+                reports[f"{n} ({case.id})"] = compare(np.load(workdir / p), case.reference[n], tol,
+                                                      (case.ref32 or {}).get(n))
         result["details"]["verification"] = reports
         bad = next((r for r in reports.values() if not r["passed"]), None)
-        if bad:
-            reason = f"Wrong at the timed shape {tcase.shape}: {bad['why']}."
+        if bad or len(reports) < 2 * len(tcase.reference):
+            why = bad["why"] if bad else "an output of a verified call is missing"
+            reason = f"Wrong at the timed shape {tcase.shape}: {why}."
             result.update(verdict=("wrong", reason), summary=reason)
             return result
         if rec.get("mismatch_at_call"):
@@ -278,18 +294,21 @@ class Evaluator:
                 cases.append(_Case(f"c{len(cases)}", kind, shape, extra, 100 + len(cases)))
         return cases
 
-    def _materialise(self, wl: Workload, case: _Case, workdir: Path, cache: bool = False) -> None:
+    def _materialise(self, wl: Workload, case: _Case, workdir: Path, cache: bool = False,
+                     derive_from: _Case | None = None) -> None:
         """Make the case's inputs (files for the child) and its float64 reference (kept here).
 
         ``cache``: the timing case is the same every evaluation (fixed seed, large shape),
         so its inputs and reference are computed once per process and the input files are
         hard-linked into each fresh working directory."""
-        key = (wl.name, case.shape.label(), case.distribution, case.seed)
+        key = (wl.name, case.shape.label(), case.distribution, case.seed, derive_from is not None)
         hit = _TIMING_CASES.get(key) if cache else None
         if hit is None:
             data = wl.make_inputs(case.shape, case.distribution, case.seed)
             inputs = {n: np.ascontiguousarray(v, dtype=np.float32) for n, v in data.items()
                       if isinstance(v, np.ndarray)}
+            if derive_from is not None:
+                inputs = {n: _splice(derive_from.inputs[n], fresh, case.seed) for n, fresh in inputs.items()}
             scalars = {n: float(v) for n, v in data.items() if not isinstance(v, np.ndarray)}
             reference = wl.reference({**inputs, **scalars}, case.shape)
             files = {}
@@ -302,7 +321,7 @@ class Evaluator:
                     os.chmod(files[n], 0o444)
                 ref32 = {n: r.astype(np.float32) for n, r in reference.items()}
                 hit = (inputs, scalars, reference, ref32, files)
-                _TIMING_CASES.clear()  # keep one: these are large
+                _drop_timing_cases(keep=1)  # keep the newest pair (two data sets): these are large
                 _TIMING_CASES[key] = hit
             else:
                 hit = (inputs, scalars, reference, None, files)
@@ -319,6 +338,9 @@ class Evaluator:
 
     def _plan_case(self, wl: Workload, case: _Case) -> dict:
         extra = {}
+        if case.alt is not None:
+            extra["inputs_b"] = {n: f"in_{case.alt.id}_{n}.npy" for n in case.alt.inputs}
+            extra["input_digests_b"] = {n: input_digest(a) for n, a in case.alt.inputs.items()}
         if self._target == "cuda":
             grid, block, shared = wl.template("cuda").launch(case.shape, self._params)
             extra["launch"] = {"grid": list(grid), "block": list(block), "shared": int(shared)}
@@ -336,7 +358,9 @@ class Evaluator:
         baselines = [b for b in wl.baselines.get(self._target, ())
                      if (b.name in s.baselines if s.baselines is not None else b.default)]
         gpu = self._target == "cuda"
+        key = os.urandom(16)
         plan = {
+            "key": key.hex(),
             "target": self._target,
             "artifact": _ARTIFACT[self._target],
             "entry": "kernel",
@@ -359,16 +383,35 @@ class Evaluator:
         plan_path.write_text(json.dumps(plan))
         _share(workdir)
         limits = sandbox.Limits(wall_seconds=s.run_timeout)
+        run = None
         if s.launcher == "zygote":
             try:
-                return sandbox.Zygote.for_this_thread().run(plan_path, cwd=workdir, limits=limits)
+                run = sandbox.Zygote.for_this_thread().run(plan_path, cwd=workdir, limits=limits)
             except sandbox.ZygoteError:
-                pass  # fall back to a fresh interpreter; slower, same guarantees
-        return sandbox.run_process([sys.executable, "-s", "-B", "-m", "kernels.harness.child", str(plan_path)],
-                                   cwd=workdir, limits=limits, protocol=True)
+                run = None  # fall back to a fresh interpreter; slower, same guarantees
+        if run is None:
+            run = sandbox.run_process([sys.executable, "-s", "-B", "-m", "kernels.harness.child", str(plan_path)],
+                                      cwd=workdir, limits=limits, protocol=True)
+        run.tampered = _authenticate(run, key)
+        return run
 
 
 # --------------------------------------------------------------------------- judging
+
+def _authenticate(run: sandbox.ProcessResult, key: bytes) -> str | None:
+    """Every record must carry the next sequence number and a valid MAC under this
+    session's key; anything else was written by someone other than the harness."""
+    for expected, rec in enumerate(run.records, start=1):
+        mac = rec.pop("mac", None) if isinstance(rec, dict) else None
+        body = json.dumps(rec, sort_keys=True).encode()
+        ok = (mac is not None and rec.get("seq") == expected
+              and hmac.compare_digest(mac, hmac.new(key, body, "sha256").hexdigest()))
+        if not ok:
+            return (f"The sandbox child's protocol record #{expected} ({rec.get('kind', '?')}) failed "
+                    "authentication: something other than the harness wrote it (the kernel tampered with "
+                    "the evaluation).")
+    return None
+
 
 def _death(run: sandbox.ProcessResult, when: str) -> tuple[str, str]:
     last = next((r for r in reversed(run.records) if r.get("kind") in ("call", "phase")), None)
@@ -382,6 +425,8 @@ def _death(run: sandbox.ProcessResult, when: str) -> tuple[str, str]:
     tail = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
     memory = "MemoryError" in run.stderr or "Cannot allocate memory" in run.stderr
     extra = f": {tail[0][:200]}" if tail else ""
+    if run.signal == signal.SIGSYS:
+        extra = " (it made a system call the sandbox forbids: opening files, starting processes, sockets…)"
     if memory:
         extra = " after exhausting its memory limit" + extra
     return "crashed", f"The sandbox child {run.describe_exit()} {when}{where}{extra}."
@@ -405,6 +450,12 @@ def _judge_correctness(wl, cases, run, tol, workdir: Path) -> tuple[str, str] | 
             case.reports[name] = report
             if not report["passed"]:
                 return "wrong", f"Wrong on {case.label()}, output {name}: {report['why']}."
+    for case in cases:
+        for name, path in (by_id[case.id].get("second_outputs") or {}).items():
+            report = compare(np.load(workdir / path), case.reference[name], tol)
+            if not report["passed"]:
+                return "wrong", (f"Wrong on {case.label()} when called again with other bytes in its output "
+                                 f"buffer (output {name}: {report['why']}).")
     if wl.deterministic:
         for case in cases:
             if not by_id[case.id].get("deterministic", True):
@@ -499,6 +550,16 @@ def _sanity_flags(wl, shape, bench, ceilings, params) -> list[str]:
 # --------------------------------------------------------------------------- files
 
 _TIMING_CASES: dict = {}
+
+
+def _drop_timing_cases(keep: int = 0) -> None:
+    while len(_TIMING_CASES) > keep:
+        oldest = next(iter(_TIMING_CASES))
+        for f in _TIMING_CASES.pop(oldest)[-1].values():
+            shutil.rmtree(f.parent, ignore_errors=True)
+
+
+atexit.register(_drop_timing_cases)
 _ARTIFACT = {"cpu": "kernel.so", "cuda": "kernel.cubin"}
 
 
@@ -510,10 +571,31 @@ def _workdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="int21-eval-", dir=_shm()))
 
 
+def _splice(base: np.ndarray, fresh: np.ndarray, seed: int) -> np.ndarray:
+    """The second timing data set: the first one with a block of rows in the middle (never
+    the first or last row) replaced by fresh data. A kernel that keys a result cache on its
+    input pointer plus a few sampled values returns a stale answer for it."""
+    out = base.copy()
+    rows = out.shape[0] if out.ndim >= 2 else 0
+    if rows >= 3:
+        rng = np.random.default_rng(seed)
+        n = max(1, rows // 64)
+        start = int(rng.integers(1, max(2, rows - n)))
+        out[start:start + n] = fresh[start:start + n]
+    elif out.size >= 3:
+        out.reshape(-1)[out.size // 2] = fresh.reshape(-1)[out.size // 2]
+    return out
+
+
 def _share(workdir: Path) -> None:
-    """Let the child, which drops to an unprivileged user when we are root, use the folder."""
+    """Let the child, which drops to an unprivileged user when we are root, use the folder.
+    Inputs are read-only for it; hard-linked shared inputs are never touched (a chmod
+    through a link would change the shared file for every later evaluation)."""
     if os.geteuid() != 0:
         return
     os.chmod(workdir, 0o777)
     for p in workdir.iterdir():
-        os.chmod(p, 0o666 if p.is_file() else 0o777)
+        st = p.lstat()
+        if st.st_nlink > 1:
+            continue
+        os.chmod(p, 0o444 if p.is_file() else 0o777)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -53,6 +54,7 @@ class ProcessResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     records: list = field(default_factory=list)
+    tampered: str | None = None   # set by the evaluator when records fail authentication
 
     @property
     def signal(self) -> int | None:
@@ -263,7 +265,7 @@ class Zygote:
         )
         child.close()
         self._sock = parent
-        self._file = parent.makefile("rb")
+        self._buf = b""
         hello = self._read(timeout=120)
         if hello.get("kind") != "ready":
             raise ZygoteError(f"fork server did not start: {hello}")
@@ -276,15 +278,25 @@ class Zygote:
             self._proc = None
 
     def _read(self, timeout: float | None) -> dict:
-        self._sock.settimeout(timeout)
-        try:
-            line = self._file.readline()
-        except (socket.timeout, TimeoutError):
-            raise
-        except OSError as exc:
-            raise ZygoteError(f"fork server connection failed: {exc}") from exc
-        if not line:
-            raise ZygoteError("fork server closed its connection")
+        """One JSON line from the server; ``TimeoutError`` if none arrives in time (the
+        connection stays usable: we read the raw socket, never a file object, which
+        refuses every read after its first timeout)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError("fork server did not answer in time")
+            ready, _, _ = select.select([self._sock], [], [], left)
+            if not ready:
+                continue
+            try:
+                chunk = self._sock.recv(65536)
+            except OSError as exc:
+                raise ZygoteError(f"fork server connection failed: {exc}") from exc
+            if not chunk:
+                raise ZygoteError("fork server closed its connection")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
     def run(self, plan_path: Path, *, cwd: Path, limits: Limits) -> ProcessResult:
@@ -312,12 +324,11 @@ class Zygote:
             remaining = max(0.1, limits.wall_seconds - (time.monotonic() - start))
             try:
                 status = self._read(timeout=remaining)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 timed_out = True
-                self._sock.settimeout(None)
                 self._sock.sendall(json.dumps({"kind": "kill", "pid": spawned["pid"]}).encode() + b"\n")
                 status = self._read(timeout=30)
-        except (socket.timeout, TimeoutError) as exc:
+        except TimeoutError as exc:
             self.stop()
             raise ZygoteError("fork server stopped answering") from exc
         except ZygoteError:

@@ -23,6 +23,7 @@ class CompileFailure:
     log: str = ""
     timed_out: bool = False
     seconds: float = 0.0
+    refused: bool = False   # a forbidden construct found while compiling: rejected, not an error
 
 
 @dataclass

@@ -131,8 +131,18 @@ class CpuTarget:
             src.write_text(text)
             limits = Limits(wall_seconds=options.get("compile_timeout", 120), cpu_seconds=300,
                             memory_mb=4096, file_mb=256)
-            result = run_process([CC, *flags, "-o", "kernel.so", "kernel.c", "-lm"], cwd=Path(tmp),
+            # Two steps: C → assembly, then assembly → shared object. In between, assembly that
+            # came from the source (inline or top-level asm, however its keyword was spelled)
+            # is refused before the assembler ever runs (.incbin would read host files).
+            result = run_process([CC, *flags, "-S", "-o", "kernel.s", "kernel.c"], cwd=Path(tmp),
                                  limits=limits, env=minimal_env({"TMPDIR": tmp}))
+            if result.returncode == 0 and not result.timed_out:
+                if "#APP" in (Path(tmp) / "kernel.s").read_text(errors="replace"):
+                    return CompileFailure("the source contains assembly after preprocessing (inline or "
+                                          "top-level asm is not allowed)", "", seconds=time.monotonic() - start,
+                                          refused=True)
+                result = run_process([CC, *flags, "-o", "kernel.so", "kernel.s", "-lm"], cwd=Path(tmp),
+                                     limits=limits, env=minimal_env({"TMPDIR": tmp}))
             seconds = time.monotonic() - start
             log = (result.stdout + result.stderr)[-20000:]
             if result.timed_out:

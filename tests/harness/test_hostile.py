@@ -224,10 +224,6 @@ def test_the_suite_covers_every_class_and_has_controls():
         assert needed in classes, f"no candidate for {needed}"
 
 
-@pytest.mark.xfail(strict=True, raises=HarnessGap, reason=(
-    "harness gap: the cached timing-input file is hard-linked into each working directory and "
-    "evaluator._share() chmods it to 0666 through the link, so one candidate can rewrite the "
-    "inputs of every later evaluation in the worker"))
 def test_a_hostile_candidate_cannot_change_what_the_next_candidate_is_timed_on(unharmed):
     """Evaluations in one worker are independent: a known-good control timed right after a
     hostile candidate, at the same shape, must still pass."""
@@ -246,11 +242,6 @@ def test_a_hostile_candidate_cannot_change_what_the_next_candidate_is_timed_on(u
 _define_tests(c for c in CANDIDATES if c.expect == "timeout")
 
 
-@pytest.mark.xfail(strict=True, raises=HarnessGap, reason=(
-    "harness gap: on a wall-clock timeout, sandbox.Zygote._run reads the fork server's answer through "
-    "socket.makefile(), which refuses every read after a timeout (OSError 'cannot read from timed out "
-    "object'); that becomes a ZygoteError, the fork server is stopped, and the evaluator re-runs the "
-    "hanging candidate in a fresh interpreter: a hang costs twice the run limit plus a fork-server restart"))
 def test_a_hang_costs_one_run_limit_and_leaves_the_fork_server_running(unharmed):
     """Uses what the hang candidate's own test saw (runs it here when selected alone)."""
     hang = next(c for c in CANDIDATES if c.stem == "hang_spin_forever")

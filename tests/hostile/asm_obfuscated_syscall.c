@@ -1,6 +1,6 @@
 // class: inline assembly
-// expect: audit_failed
-// reason: syscall
+// expect: rejected_static
+// reason: asm|assembly
 // why: the asm keyword is pasted together (a##sm is the keyword after preprocessing) and issues raw open(2) syscalls: no import, no forbidden word
 #include <math.h>
 #include <stdint.h>

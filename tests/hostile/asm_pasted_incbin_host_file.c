@@ -1,9 +1,6 @@
 // class: compile-time include attack
 // expect: rejected_static
-// now: wrong
 // reason: asm|assembly
-// now_reason: got 7303026\.0
-// gap: harness gap: the asm keyword can be spelled by token pasting and the static regex sees neither it nor ".incbin" (split across adjacent string literals), so top-level asm pulls a host file into the binary at assembly time and the kernel leaks it through the evaluator's "got X, expected Y" feedback; fix in the compile stage (cpu.py compile, not the audit): compile to assembly first (-S) and refuse any #APP block (inline or top-level asm after preprocessing), or run the static rules on `gcc -E` output with adjacent string literals joined
 // why: pasted __asm__ with ".inc" "bin" embeds /etc/passwd in .rodata; y[0] then carries its first three bytes as an exact integer, which the evaluator's "wrong" reason prints back to the submitter
 #include <math.h>
 #include <stdint.h>

@@ -1,8 +1,6 @@
 // class: inline assembly
 // expect: rejected_static
-// now: ok
 // evidence: marker
-// gap: harness gap: the asm keyword can be spelled by token pasting; the new instruction audit reads objdump's linear sweep, which a jump into the middle of an instruction defeats (here "mov $0xc3050f,%eax" hides "syscall; ret"), so only refusing asm after preprocessing closes this (compile to -S and refuse #APP blocks, in cpu.py compile) together with a seccomp filter in the child
 // why: top-level asm through a pasted keyword defines a function that jumps one byte into a mov whose immediate is the syscall opcode; objdump never shows a syscall, the kernel creates /tmp/int21-pwned
 #include <math.h>
 #include <stdint.h>

@@ -1,8 +1,6 @@
 // class: caching across calls
 // expect: wrong
 // settings: timing=1
-// now: ok|suspicious
-// gap: harness gap: every call on a buffer sees the same input contents (correctness calls each case twice, timing repeats one input, and the fresh-process re-run of a >10x result uses the same inputs again), so a result cache keyed on the input pointer and a sampled value passes as correct and 240x faster than torch; the harness should rewrite the input buffers in place with new data between calls (e.g. reuse one buffer set per shape across seeds, and rotate fresh inputs into the timed buffers, checked against a baseline run on the same data)
 // why: computes once per input pointer and afterwards memcpy's the cached output: "correct", deterministic and fast under the harness, stale in real use
 #include <math.h>
 #include <stdint.h>

@@ -1,7 +1,5 @@
 // class: test detection (behaves differently outside the harness)
 // expect: wrong
-// now: ok
-// gap: harness gap: outputs are always pre-filled with one fixed NaN word (0x7FC0BEEF) and guards with another (0x7FA5DEAD), so a kernel can tell it is under test and take its fast, wrong path only on real callers' buffers; some verified calls should pre-fill with random finite values (and random NaN payloads), as a real caller's buffer would hold
 // why: computes properly only when the output buffer still holds the harness's NaN poison word; otherwise (a real caller's buffer) skips every other row
 #include <math.h>
 #include <stdint.h>

@@ -1,9 +1,6 @@
 // class: patched timer (forged timing)
 // expect: suspicious
 // settings: timing=1
-// now: ok
-// now_reason: 0\.050 ms median
-// gap: harness gap: the child's protocol pipe (fd 3) is writable by the kernel and the evaluator trusts the first "timing" record it reads, so a kernel that reaches write(2) (here via the libc symbol walk, as no seccomp filter stops it) reports whatever speed it likes; the parent should reject duplicate/out-of-order records as tampering, and a seccomp filter should keep the kernel from reaching libc's I/O at all
 // why: correct, but during its first timed-phase call it writes a fake {"kind": "timing"} record to fd 3 claiming a 6x win over torch
 #include <math.h>
 #include <stdint.h>

@@ -1,8 +1,6 @@
 // class: escape (process/file use without importing anything)
 // expect: crashed
-// now: ok
 // evidence: marker
-// gap: harness gap: the sandbox child has no seccomp (or Landlock) filter; a kernel can find any libc function from the address of an allowed import and make any system call as the sandbox user (here: create /tmp/int21-pwned; equally read files, fork, setsid out of the watchdog's process group)
 // why: imports only abort and memcmp, finds fopen in libc's own symbol table by walking its ELF headers, and leaves a marker file on the host
 #include <math.h>
 #include <stdint.h>

@@ -1,8 +1,6 @@
 // class: escape (cross-evaluation contamination)
 // expect: crashed
 // settings: timing=1 timing_shape=192x1024
-// now: ok|wrong
-// gap: harness gap: the evaluator hard-links one cached timing-input file into every working directory and _share() then chmods each file there to 0666, which chmods the shared inode: the sandbox user can rewrite the timing input that every later evaluation in the same worker uses (and, with no seccomp filter, a kernel can reach fopen via the libc walk to do it)
 // why: during the timed phase, opens its own in_timing_x.npy (a hard link to the worker's cached copy) and overwrites part of it, so the next candidate timed at this shape (and its own fresh-process re-run, if its speed gets flagged) sees "modified" inputs
 #include <math.h>
 #include <stdint.h>

@@ -1,0 +1,102 @@
+"""A seccomp filter for the sandbox child, installed after the harness has opened every
+file it needs and loaded the candidate, before the candidate's first call.
+
+Whatever a kernel manages to call — a libc function found by walking symbol tables,
+shellcode on a page it made executable — the system calls that would let it touch the
+host end the process with SIGSYS: opening files, starting programs or processes, sockets,
+signalling other processes, leaving its session, changing identity or the file system,
+tracing, and the kernel interfaces that bypass the filter (io_uring, bpf, userfaultfd).
+Threads (``clone`` with ``CLONE_THREAD``) stay allowed: OpenMP needs them.
+
+x86-64 Linux only; elsewhere ``install`` returns a reason and the child says it ran
+without the filter.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+CLONE_THREAD = 0x00010000
+ENOSYS = 38
+
+# BPF opcodes
+LD_W_ABS, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+
+DENY_X86_64 = {
+    # files and the file system
+    "open": 2, "openat": 257, "openat2": 437, "creat": 85, "name_to_handle_at": 303, "open_by_handle_at": 304,
+    "unlink": 87, "unlinkat": 263, "rename": 82, "renameat": 264, "renameat2": 316, "mkdir": 83, "mkdirat": 258,
+    "rmdir": 84, "link": 86, "linkat": 265, "symlink": 88, "symlinkat": 266, "chmod": 90, "fchmod": 91,
+    "fchmodat": 268, "chown": 92, "fchown": 93, "lchown": 94, "fchownat": 260, "truncate": 76, "mknod": 133,
+    "mknodat": 259, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "chdir": 80, "fchdir": 81,
+    # programs and processes
+    "execve": 59, "execveat": 322, "fork": 57, "vfork": 58,
+    # network
+    "socket": 41, "socketpair": 53, "connect": 42, "bind": 49, "listen": 50, "accept": 43, "accept4": 288,
+    # other processes, sessions, identity
+    "kill": 62, "tkill": 200, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297, "pidfd_open": 434,
+    "pidfd_send_signal": 424, "pidfd_getfd": 438, "ptrace": 101, "process_vm_readv": 310,
+    "process_vm_writev": 311, "setsid": 112, "setpgid": 109, "setuid": 105, "setgid": 106, "setreuid": 113,
+    "setregid": 114, "setresuid": 117, "setresgid": 119, "setgroups": 116, "unshare": 272, "setns": 308,
+    "personality": 135,
+    # interfaces that sidestep the filter or the machine
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 321, "userfaultfd": 323,
+    "perf_event_open": 298, "keyctl": 250, "add_key": 248, "request_key": 249, "kexec_load": 246,
+    "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176, "reboot": 169,
+    "swapon": 167, "swapoff": 168, "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173,
+    "settimeofday": 164, "clock_settime": 227, "adjtimex": 159, "acct": 163, "quotactl": 179,
+}
+CLONE, CLONE3, TGKILL = 56, 435, 234
+
+
+def _ins(code, k, jt=0, jf=0) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def program(pid: int) -> bytes:
+    """The filter: arch check, clone3 → ENOSYS (glibc falls back to clone), clone only
+    for threads, tgkill only at ourselves, the deny list → kill, everything else allowed."""
+    kill = _ins(RET_K, SECCOMP_RET_KILL_PROCESS)
+    allow = _ins(RET_K, SECCOMP_RET_ALLOW)
+    out = [
+        _ins(LD_W_ABS, 4),                              # arch
+        _ins(JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
+        kill,
+        _ins(LD_W_ABS, 0),                              # syscall number
+        _ins(JGE_K, 0x40000000, 0, 1),                  # x32 ABI numbers (bit 30 set): refuse
+        kill,
+    ]
+    out += [_ins(JEQ_K, CLONE3, 0, 1), _ins(RET_K, SECCOMP_RET_ERRNO | ENOSYS)]
+    out += [_ins(JEQ_K, CLONE, 0, 4), _ins(LD_W_ABS, 16), _ins(JSET_K, CLONE_THREAD, 1, 0), kill, allow]
+    out += [_ins(JEQ_K, TGKILL, 0, 4), _ins(LD_W_ABS, 16), _ins(JEQ_K, pid, 1, 0), kill, allow]
+    for nr in sorted(set(DENY_X86_64.values())):
+        out += [_ins(JEQ_K, nr, 0, 1), kill]
+    out.append(allow)
+    return b"".join(out)
+
+
+def install() -> str | None:
+    """Install the filter on this process (and its future threads). None on success,
+    else why not."""
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return f"seccomp filter not available on {platform.system()}/{platform.machine()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"no_new_privs failed: {os.strerror(ctypes.get_errno())}"
+    prog = program(os.getpid())
+    buf = ctypes.create_string_buffer(prog, len(prog))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(prog) // 8, ctypes.addressof(buf))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return f"seccomp filter refused: {os.strerror(ctypes.get_errno())}"
+    return None

@@ -1,0 +1,215 @@
+/* RMSNorm over each row: y = x / sqrt(mean(x^2) + eps) * w, float32, row-major.
+ * Fused (software-pipelined) rows: a thread walks its CHUNK rows in order, and the loop
+ * that writes row r also accumulates the sum of squares of row r+1, so the DRAM read of
+ * the next row overlaps the write of this one and each element loop carries two streams.
+ * With CHUNK == 1 there is no next row in the chunk and this is the two-pass kernel.
+ * Design-space macros (the harness defines them; defaults keep the file self-contained):
+ *   THREADS  OpenMP threads                 CHUNK   rows per OpenMP static chunk
+ *   VEC      1: scalar loops with double accumulators, 8: AVX2+FMA, 16: AVX-512
+ *            (16 falls back to 8 without AVX-512, 8 to 1 without AVX2)
+ *   UNROLL   independent accumulators in the sums of squares (1, 2, 4)
+ *   NT       1: non-temporal (streaming) stores for y, aligned by a scalar peel;
+ *            ignored when VEC == 1                                                      */
+#include <math.h>
+#include <stdint.h>
+#include <immintrin.h>
+
+#ifndef THREADS
+#define THREADS 1
+#endif
+#ifndef CHUNK
+#define CHUNK 1
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+#ifndef NT
+#define NT 0
+#endif
+
+#if VEC == 16 && !defined(__AVX512F__)
+#undef VEC
+#define VEC 8
+#endif
+#if VEC == 8 && !(defined(__AVX2__) && defined(__FMA__))
+#undef VEC
+#define VEC 1
+#endif
+#if VEC == 1
+#undef NT
+#define NT 0
+#endif
+
+/* ------------------------------------------------------------------ vector vocabulary */
+#if VEC == 16
+typedef __m512 vf;
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#define VSTREAM(p, v) _mm512_stream_ps(p, v)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VSET1(s) _mm512_set1_ps(s)
+#define VZERO() _mm512_setzero_ps()
+#define VHSUM(v) _mm512_reduce_add_ps(v)
+static inline vf vload_tail(const float *p, int64_t k) {
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << k) - 1u), p);
+}
+static inline void vstore_tail(float *p, vf v, int64_t k) {
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << k) - 1u), v);
+}
+#elif VEC == 8
+typedef __m256 vf;
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define VSTREAM(p, v) _mm256_stream_ps(p, v)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VADD(a, b) _mm256_add_ps(a, b)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VSET1(s) _mm256_set1_ps(s)
+#define VZERO() _mm256_setzero_ps()
+static inline float VHSUM(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+static inline __m256i tail_mask(int64_t k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline vf vload_tail(const float *p, int64_t k) { return _mm256_maskload_ps(p, tail_mask(k)); }
+static inline void vstore_tail(float *p, vf v, int64_t k) { _mm256_maskstore_ps(p, tail_mask(k), v); }
+#endif
+
+#if NT
+#define VOUT(p, v) VSTREAM(p, v)
+#else
+#define VOUT(p, v) VSTORE(p, v)
+#endif
+
+/* ------------------------------------------------------------------ rows */
+#if VEC == 1
+static double sumsq(const float *xr, int64_t n) {
+    double acc[UNROLL];
+    for (int u = 0; u < UNROLL; u++) acc[u] = 0.0;
+    int64_t c = 0;
+    for (; c + UNROLL <= n; c += UNROLL)
+        for (int u = 0; u < UNROLL; u++) acc[u] += (double)xr[c + u] * (double)xr[c + u];
+    for (; c < n; c++) acc[0] += (double)xr[c] * (double)xr[c];
+    for (int u = 1; u < UNROLL; u++) acc[0] += acc[u];
+    return acc[0];
+}
+
+/* Writes row r (xr -> yr) and returns the sum of squares of the next row xn (or 0). */
+static double scale_and_sumsq(const float *xr, const float *w, float *yr, const float *xn,
+                              int64_t n, float inv) {
+    double acc[UNROLL];
+    for (int u = 0; u < UNROLL; u++) acc[u] = 0.0;
+    int64_t c = 0;
+    if (xn) {
+        for (; c + UNROLL <= n; c += UNROLL)
+            for (int u = 0; u < UNROLL; u++) {
+                yr[c + u] = xr[c + u] * inv * w[c + u];
+                acc[u] += (double)xn[c + u] * (double)xn[c + u];
+            }
+        for (; c < n; c++) {
+            yr[c] = xr[c] * inv * w[c];
+            acc[0] += (double)xn[c] * (double)xn[c];
+        }
+    } else {
+        for (; c < n; c++) yr[c] = xr[c] * inv * w[c];
+    }
+    for (int u = 1; u < UNROLL; u++) acc[0] += acc[u];
+    return acc[0];
+}
+
+static inline float inv_rms(double ss, int64_t n, float eps) {
+    return (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+}
+#else
+static double sumsq(const float *xr, int64_t n) {
+    vf acc[UNROLL];
+    for (int u = 0; u < UNROLL; u++) acc[u] = VZERO();
+    int64_t c = 0;
+    for (; c + VEC * UNROLL <= n; c += VEC * UNROLL)
+        for (int u = 0; u < UNROLL; u++) {
+            vf v = VLOAD(xr + c + VEC * u);
+            acc[u] = VFMA(v, v, acc[u]);
+        }
+    for (; c + VEC <= n; c += VEC) {
+        vf v = VLOAD(xr + c);
+        acc[0] = VFMA(v, v, acc[0]);
+    }
+    if (c < n) {
+        vf v = vload_tail(xr + c, n - c);
+        acc[UNROLL - 1] = VFMA(v, v, acc[UNROLL - 1]);
+    }
+    for (int u = 1; u < UNROLL; u++) acc[0] = VADD(acc[0], acc[u]);
+    return VHSUM(acc[0]);
+}
+
+static double scale_and_sumsq(const float *xr, const float *w, float *yr, const float *xn,
+                              int64_t n, float inv) {
+    vf acc[UNROLL];
+    for (int u = 0; u < UNROLL; u++) acc[u] = VZERO();
+    float peel = 0.0f;
+    int64_t c = 0;
+#if NT
+    for (; c < n && ((uintptr_t)(yr + c) & (VEC * sizeof(float) - 1)); c++) {
+        yr[c] = xr[c] * inv * w[c];
+        if (xn) peel += xn[c] * xn[c];
+    }
+#endif
+    vf vi = VSET1(inv);
+    if (xn) {
+        for (; c + VEC * UNROLL <= n; c += VEC * UNROLL)
+            for (int u = 0; u < UNROLL; u++) {
+                int64_t o = c + VEC * u;
+                VOUT(yr + o, VMUL(VMUL(VLOAD(xr + o), vi), VLOAD(w + o)));
+                vf v = VLOAD(xn + o);
+                acc[u] = VFMA(v, v, acc[u]);
+            }
+        for (; c + VEC <= n; c += VEC) {
+            VOUT(yr + c, VMUL(VMUL(VLOAD(xr + c), vi), VLOAD(w + c)));
+            vf v = VLOAD(xn + c);
+            acc[0] = VFMA(v, v, acc[0]);
+        }
+        if (c < n) {
+            vf v = vload_tail(xn + c, n - c);
+            acc[UNROLL - 1] = VFMA(v, v, acc[UNROLL - 1]);
+        }
+    } else {
+        for (; c + VEC <= n; c += VEC) VOUT(yr + c, VMUL(VMUL(VLOAD(xr + c), vi), VLOAD(w + c)));
+    }
+    if (c < n) vstore_tail(yr + c, VMUL(VMUL(vload_tail(xr + c, n - c), vi), vload_tail(w + c, n - c)), n - c);
+    for (int u = 1; u < UNROLL; u++) acc[0] = VADD(acc[0], acc[u]);
+    return (double)(VHSUM(acc[0]) + peel);
+}
+
+static inline float inv_rms(double ss, int64_t n, float eps) {
+    return 1.0f / sqrtf((float)ss / (float)n + eps);
+}
+#endif
+
+void kernel(const float *x, const float *w, float *y, int64_t rows, int64_t cols, float eps) {
+    int64_t blocks = (rows + CHUNK - 1) / CHUNK;
+    #pragma omp parallel num_threads(THREADS)
+    {
+        /* block b is rows [b*CHUNK, b*CHUNK + CHUNK): the same split as schedule(static, CHUNK) */
+        #pragma omp for schedule(static, 1) nowait
+        for (int64_t b = 0; b < blocks; b++) {
+            int64_t r0 = b * CHUNK, r1 = r0 + CHUNK < rows ? r0 + CHUNK : rows;
+            double ss = sumsq(x + r0 * cols, cols);
+            for (int64_t r = r0; r < r1; r++) {
+                const float *next = r + 1 < r1 ? x + (r + 1) * cols : 0;
+                ss = scale_and_sumsq(x + r * cols, w, y + r * cols, next, cols, inv_rms(ss, cols, eps));
+            }
+        }
+#if NT
+        _mm_sfence();  /* streaming stores are weakly ordered: publish them before the join */
+#endif
+    }
+}

@@ -179,11 +179,12 @@ WORKLOAD = Workload(
                                  "buffers"),
             Baseline("torch_chunked", "kernels.workloads.kda.baselines:torch_chunked", strong=True,
                      requires="torch",
-                     description="torch eager chunked WY/UT form (chunk 64, secondary 16-step blocks, "
-                                 "batched triangular solve, 5 bmm per chunk)"),
+                     description="torch eager chunked WY/UT form (chunk 64, exact decays via 8-step "
+                                 "secondary blocks, batched triangular solve, 5 bmm per chunk)"),
             Baseline("torch_compile", "kernels.workloads.kda.baselines:torch_compiled_chunked",
                      strong=True, requires="torch", default=False,
-                     description="torch.compile (Inductor) of the chunked form"),
+                     description="torch.compile (Inductor) of the chunked form: the chunk-parallel "
+                                 "part and one chunk step as two graphs (~20 s to compile)"),
         ),
     },
     flop_bound=True,

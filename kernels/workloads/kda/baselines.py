@@ -6,7 +6,7 @@ written in eager torch): per chunk of C steps the intra-chunk interactions becom
 matrices (a batched triangular solve for the delta-rule's UT transform), and only a short
 loop over chunks (five batched matmuls each) stays sequential. The per-channel decays are
 exact: within a chunk exp(G_i - G_j) is formed only from exponents <= 0 (secondary blocks
-of 16 steps factor through the end of the preceding block), so nothing overflows however
+of TORCH_SUB steps factor through the end of the preceding block), so nothing overflows however
 fast the decay.
 """
 import numpy as np
@@ -181,25 +181,35 @@ def torch_chunked(inputs, outputs, shape, chunk=TORCH_CHUNK, sub=TORCH_SUB):
 
 
 def torch_compiled_chunked(inputs, outputs, shape, chunk=TORCH_CHUNK, sub=TORCH_SUB):
-    """torch.compile (Inductor) of the whole chunked computation, shapes static."""
+    """torch.compile (Inductor, static shapes) of the chunked form: the chunk-parallel part as
+    one graph, one chunk step as another (called N times: compiled once, not unrolled)."""
     import torch
     B, T, H, K, V = _dims(shape)
     q, k, v, g, beta = (torch.from_numpy(inputs[n]) for n in ("q", "k", "v", "g", "beta"))
     scale = float(inputs["scale"])
     o = torch.from_numpy(outputs["o"])
     C = chunk
+    N = -(-T // C)
+    S = torch.empty(B * H, K, V)
+    O = torch.empty(N, B * H, C, V)
 
-    def whole(q, k, v, g, beta):
-        Qt, Wk, Wv, P, KhT, Gam, N = _chunk_prepare(q, k, v, g, beta, scale, C, sub)
-        S = torch.zeros(B * H, K, V)
-        outs = []
+    def prepare(q, k, v, g, beta):
+        return _chunk_prepare(q, k, v, g, beta, scale, C, sub)[:6]
+
+    def step(S, Qt, Wk, Wv, P, KhT, Gam):
+        U = Wv - torch.bmm(Wk, S)
+        return Gam * S + torch.bmm(KhT, U), torch.bmm(Qt, S) + torch.bmm(P, U)
+
+    prep_c = torch.compile(prepare, dynamic=False)
+    step_c = torch.compile(step, dynamic=False)
+
+    def call():
+        Qt, Wk, Wv, P, KhT, Gam = prep_c(q, k, v, g, beta)
+        st = S.zero_()
         for n in range(N):
-            U = Wv[n] - torch.bmm(Wk[n], S)
-            outs.append(torch.bmm(Qt[n], S) + torch.bmm(P[n], U))
-            S = Gam[n] * S + torch.bmm(KhT[n], U)
-        O = torch.stack(outs)
-        return O.transpose(0, 1).reshape(B, H, N * C, V)[:, :, :T].permute(0, 2, 1, 3)
+            st, On = step_c(st, Qt[n], Wk[n], Wv[n], P[n], KhT[n], Gam[n])
+            O[n].copy_(On)
+        _chunk_output(O, o, B, T, H, V)
 
-    fn = torch.compile(whole, dynamic=False)
-    fn(q, k, v, g, beta)
-    return lambda: o.copy_(fn(q, k, v, g, beta))
+    call()
+    return call

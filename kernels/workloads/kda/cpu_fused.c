@@ -159,7 +159,10 @@ static void task(const float *q, const float *k, const float *v, const float *g,
                 __builtin_prefetch(k + ahead * K + r);
                 __builtin_prefetch(g + ahead * K + r);
             }
-            for (int64_t j = 0; j < nv; j += 16) __builtin_prefetch(v + ahead * V + v0 + j);
+            for (int64_t j = 0; j < nv; j += 16) {
+                __builtin_prefetch(v + ahead * V + v0 + j);
+                __builtin_prefetch(o + ahead * V + v0 + j, 1);
+            }
         }
 #endif
         #pragma omp simd

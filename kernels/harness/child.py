@@ -168,6 +168,10 @@ class Case:
         # a kernel that caches its answer by input address returns a stale one.
         self.alt = {name: np.load(path, allow_pickle=False) for name, path in spec.get("inputs_b", {}).items()}
         self.first = {name: g.array.copy() for name, g in self.inputs.items()} if self.alt else {}
+        for sets, digests in ((self.first, spec.get("input_digests", {})), (self.alt, spec.get("input_digests_b", {}))):
+            for name, arr in sets.items():
+                if digest(arr) != digests[name]:
+                    raise RuntimeError(f"timing input {name} on disk does not match the evaluator's digest")
         self.current = "a"
         self.outputs = {name: Guarded(shape) for name, shape in spec["outputs"].items()}
         self.files = {}
@@ -196,7 +200,14 @@ class Case:
         problems = []
         digests = self.spec["input_digests_b"] if self.current == "b" else self.spec["input_digests"]
         for name, g in self.inputs.items():
-            if digest(g.array) != digests[name]:
+            if self.alt:
+                # Large timing inputs: compare with the copy loaded before the candidate was
+                # (checked against the evaluator's digest at load), which is 10x cheaper.
+                pristine = self.alt[name] if self.current == "b" else self.first[name]
+                same = np.array_equal(g.array.view(np.uint32), pristine.view(np.uint32))
+            else:
+                same = digest(g.array) == digests[name]
+            if not same:
                 problems.append(f"input {name} was modified")
             if not g.guards_intact():
                 problems.append(f"memory around input {name} was written")

@@ -13,9 +13,11 @@
  * Design-space macros (the harness defines them; defaults keep the file self-contained):
  *   MR, NV     micro-tile: MR rows × NR = NV·VW columns (MR·NV accumulators)
  *   MC, KC, NC cache blocks (rows of A per packed block, depth, columns of B per panel set)
- *   THREADS    OpenMP threads;  PAR 0: threads split the rows (MR panels) of C, each
- *              packing its own A block;  PAR 1: threads split the NR panels of each block
- *              and share one cooperatively packed A block
+ *   THREADS    OpenMP threads;  PAR 0: threads split the rows (MR panels) of C evenly,
+ *              each packing its own A blocks;  PAR 1: threads split the NR panels of each
+ *              block and share one cooperatively packed A block;  PAR 2: threads take
+ *              MC-row blocks from a shared queue (OpenMP dynamic schedule), each packing
+ *              its own A: balances the work when a core is also busy with something else
  *   UNROLL     k-loop unroll of the micro-kernel (1, 2, 4, 8; with 12 AVX2 accumulators
  *              GCC 12 spills when unrolled, so 1 is the fast choice there)
  *   PACK_A     1: pack A into MR panels; 0: the micro-kernel broadcasts straight from A
@@ -44,13 +46,13 @@
 #define NV 2
 #endif
 #ifndef MC
-#define MC 96
+#define MC 48
 #endif
 #ifndef KC
 #define KC 384
 #endif
 #ifndef NC
-#define NC 768
+#define NC 1536
 #endif
 #ifndef UNROLL
 #define UNROLL 1
@@ -59,7 +61,7 @@
 #define PACK_A 1
 #endif
 #ifndef PAR
-#define PAR 0
+#define PAR 2
 #endif
 #ifndef ORDER
 #define ORDER 1
@@ -249,41 +251,61 @@ void kernel(const float *a, const float *b, float *c, int64_t m, int64_t n, int6
     const int64_t kc_max = k < KC ? k : KC;
     const int64_t nc_max = ALIGN_UP(n < NC ? n : NC, NR);
     const int64_t mc_max = ALIGN_UP(m < MC ? m : MC, MR);
-    const int64_t a_blocks = PAR == 0 ? THREADS : 1;
+    /* PAR 0 and 2 double-buffer the packed B block: block i+1 is packed into the other
+     * buffer while slow threads may still read block i, so one barrier per block (after
+     * packing) orders everything; PAR 1 also shares A and needs its barriers anyway.   */
+    const int64_t b_blocks = PAR == 1 ? 1 : 2;
+    const int64_t a_blocks = PAR == 1 ? 1 : THREADS;
     const size_t b_bytes = ALIGN_UP((size_t)kc_max * nc_max * sizeof(float), 64);
     const size_t a_bytes = ALIGN_UP((size_t)mc_max * kc_max * sizeof(float), 64);
     const size_t e_bytes = ALIGN_UP((size_t)MR * kc_max * sizeof(float), 64);
-    char *scratch = aligned_alloc(64, b_bytes + a_blocks * a_bytes + THREADS * e_bytes);
+    const size_t a_off = b_blocks * b_bytes, e_off = a_off + a_blocks * a_bytes;
+    char *scratch = aligned_alloc(64, e_off + THREADS * e_bytes);
     if (!scratch) { fallback(a, b, c, m, n, k); return; }
-    float *pb_blk = (float *)scratch;
 
     #pragma omp parallel num_threads(THREADS)
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        float *edge = (float *)(scratch + b_bytes + a_blocks * a_bytes + t * e_bytes);
+        float *edge = (float *)(scratch + e_off + t * e_bytes);
+        float *pa_blk = (float *)(scratch + a_off + (PAR == 1 ? 0 : t * a_bytes));
 #if PAR == 0
-        float *pa_blk = (float *)(scratch + b_bytes + t * a_bytes);
         const int64_t panels = (m + MR - 1) / MR;              /* MR panels of C, split evenly */
         const int64_t r0 = panels * t / nt * MR;
         const int64_t r1 = panels * (t + 1) / nt * MR < m ? panels * (t + 1) / nt * MR : m;
-#else
-        float *pa_blk = (float *)(scratch + b_bytes);
 #endif
-        (void)pa_blk; (void)edge;
+        (void)pa_blk; (void)edge; (void)nt;
+        int64_t block = 0;
         for (int64_t jc = 0; jc < n; jc += NC) {
             const int64_t nc = n - jc < NC ? n - jc : NC;
             const int64_t npanels = (nc + NR - 1) / NR;
-            for (int64_t pc = 0; pc < k; pc += KC) {
+            for (int64_t pc = 0; pc < k; pc += KC, block++) {
                 const int64_t kc = k - pc < KC ? k - pc : KC;
                 const int accumulate = pc > 0;
+                float *pb_blk = (float *)(scratch + (block % b_blocks) * b_bytes);
+#if PAR == 2
+                #pragma omp for schedule(dynamic, 4)
+#else
                 #pragma omp for schedule(static)
+#endif
                 for (int64_t jp = 0; jp < npanels; jp++) {
                     const int64_t nr = nc - jp * NR < NR ? nc - jp * NR : NR;
                     pack_b(b + pc * n + jc + jp * NR, n, kc, nr, pb_blk + jp * kc * NR);
-                }   /* implicit barrier: the packed B block is complete */
+                }   /* implicit barrier: this B block is complete, and every thread is done
+                       with the previous block (so C rows are never updated by two threads) */
 #if PAR == 0
                 for (int64_t ic = r0; ic < r1; ic += MC) {
                     const int64_t mc = r1 - ic < MC ? r1 - ic : MC;
+                    const float *a_blk = a + ic * k + pc;
+#if PACK_A
+                    for (int64_t ir = 0; ir < mc; ir += MR)
+                        pack_a(a_blk + ir * k, k, kc, mc - ir < MR ? mc - ir : MR, pa_blk + ir * kc);
+#endif
+                    macro(mc, nc, kc, 0, npanels, pa_blk, a_blk, k, pb_blk, c + ic * n + jc, n, accumulate, edge);
+                }
+#elif PAR == 2
+                #pragma omp for schedule(dynamic, 1) nowait
+                for (int64_t ic = 0; ic < m; ic += MC) {
+                    const int64_t mc = m - ic < MC ? m - ic : MC;
                     const float *a_blk = a + ic * k + pc;
 #if PACK_A
                     for (int64_t ir = 0; ir < mc; ir += MR)
@@ -305,8 +327,8 @@ void kernel(const float *a, const float *b, float *c, int64_t m, int64_t n, int6
                     macro(mc, nc, kc, jp0, jp1, pa_blk, a_blk, k, pb_blk, c + ic * n + jc, n, accumulate, edge);
                     #pragma omp barrier   /* the shared A block is repacked next */
                 }
-#endif
                 #pragma omp barrier       /* the shared B block is repacked next */
+#endif
             }
         }
     }

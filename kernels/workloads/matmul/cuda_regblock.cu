@@ -48,8 +48,9 @@
 #define B_PASSES (BK * B_SPLIT)
 #endif
 
-extern "C" __global__ __launch_bounds__(RB_THREADS, MIN_BLOCKS) void kernel(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
-       int64_t m, int64_t n, int64_t k) {
+extern "C" __global__ __launch_bounds__(RB_THREADS, MIN_BLOCKS) void kernel(
+        const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
+        int64_t m, int64_t n, int64_t k) {
     static_assert(RB_THREADS % BK == 0, "the thread count must be a multiple of BK");
     __shared__ float as[BK][BM];
     __shared__ float bs[BK][BN];

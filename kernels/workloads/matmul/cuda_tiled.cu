@@ -11,8 +11,9 @@
 #endif
 #define TILE_THREADS (TILE * TILE)
 
-extern "C" __global__ __launch_bounds__(TILE_THREADS) void kernel(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
-       int64_t m, int64_t n, int64_t k) {
+extern "C" __global__ __launch_bounds__(TILE_THREADS) void kernel(
+        const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
+        int64_t m, int64_t n, int64_t k) {
     __shared__ float as[TILE][TILE];
     __shared__ float bs[TILE][TILE];
     const int tx = threadIdx.x, ty = threadIdx.y;

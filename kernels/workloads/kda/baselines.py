@@ -122,11 +122,16 @@ def _chunk_prepare(q, k, v, g, beta, scale, C, s):
     #     the upper triangle is clamped; that triangle is masked off afterwards);
     # (2) column j in an earlier block than row i: factor through r = the last step of the
     #     block before i's, j <= r < i: exp(G_i - G_r) * exp(G_r - G_j), both factors <= 1.
+    Gend = Gs[:, :, :, -1:, :]                                             # [N, BH, ns, 1, K]
     Gref = torch.zeros(N, BH, ns, 1, K)
-    Gref[:, :, 1:] = Gs[:, :, :-1, -1:]
+    Gref[:, :, 1:] = Gend[:, :, :-1]                                       # end of the block before
     left = kq * (Gs - Gref).exp_().unsqueeze(3)                            # [N, BH, ns, 2, s, K]
-    right = (Gref - G.unsqueeze(2)).clamp_(max=0.0).exp_()                 # [N, BH, ns, C, K]
-    right *= kc.unsqueeze(2)
+    # exp(G_r - G_j) for j in block b < a = exp(G_r - Gend_b) * exp(Gend_b - G_j): a per-block
+    # factor (ns x ns x K exps) times a per-column one (C x K exps), both exponents <= 0
+    colf = kc.view(N, BH, ns, s, K) * (Gend - Gs).exp_()                   # [N, BH, ns_b, s, K]
+    blockf = (Gref.view(N, BH, ns, 1, K) - Gend.view(N, BH, 1, ns, K)).clamp_(max=0.0).exp_()
+    blockf *= (torch.arange(ns).view(ns, 1) > torch.arange(ns).view(1, ns)).view(ns, ns, 1)  # b < a
+    right = (blockf.unsqueeze(-2) * colf.unsqueeze(2)).view(N, BH, ns, C, K)   # [N, BH, ns_a, C, K]
     pair = torch.matmul(left.view(N, BH, ns, 2 * s, K), right.transpose(-1, -2))   # [.., ns, 2s, C]
     cols = torch.arange(C).view(1, C) < (torch.arange(ns) * s).view(ns, 1)  # j < a*s
     pair *= cols.view(ns, 1, C)

@@ -317,6 +317,8 @@ class DesignSpace:
             return problems
         shapes = list(shapes) or [None]
         for c in self.constraints:
+            if shapes == [None] and not set(c.names) <= set(self.names):
+                continue  # a constraint over shape dims waits until there are shapes
             for shape in shapes:
                 env = dict(params)
                 if shape is not None:

@@ -203,6 +203,11 @@ class Evaluator:
         t0 = time.monotonic()
         ceilings = _ceilings(tgt)
         flags = _sanity_flags(wl, tcase.shape, bench, ceilings, params)
+        if any("ceiling" in f for f in flags):
+            # Ceilings measured on a busy host come out low: measure again before blaming
+            # the kernel (the cache keeps the best measurement seen).
+            ceilings = _ceilings(tgt, refresh=True)
+            flags = _sanity_flags(wl, tcase.shape, bench, ceilings, params)
         notes = []
         if flags and s.recheck:
             notes.append("re-checked in a fresh process: " + "; ".join(flags))
@@ -504,10 +509,10 @@ def _param_problems(params: dict) -> list[str]:
 
 # --------------------------------------------------------------------------- sanity
 
-def _ceilings(tgt) -> dict:
+def _ceilings(tgt, refresh: bool = False) -> dict:
     try:
         from kernels.harness.roofline import cpu_ceilings
-        return cpu_ceilings(tgt.fingerprint()) if tgt.name == "cpu" else {}
+        return cpu_ceilings(tgt.fingerprint(), refresh=refresh) if tgt.name == "cpu" else {}
     except Exception as exc:  # a missing ceiling disables the physics check, visibly
         return {"error": f"could not measure this host's ceilings: {exc}"}
 

@@ -189,8 +189,9 @@ def check_source(source: str, language: str, entry: str = "kernel") -> list[Stat
         tail = r"(?=\s*\()" if why in _CALLED else ""
         for m in re.finditer(rf"(?<![\w$])({pattern})(?![\w$]){tail}", text):
             findings.append(StaticFinding(_line_of(text, m.start()), why, f"'{m.group(1)}'"))
+    bounds = r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
     entry_re = (rf"\bvoid\s+{entry}\s*\(" if language == "c"
-                else rf"extern\s+\"C\"\s+__global__\s+(__launch_bounds__\s*\([^)]*\)\s*)?void\s+{entry}\s*\(")
+                else rf"extern\s+\"C\"\s+__global__\s+{bounds}void\s+{bounds}{entry}\s*\(")
     if not re.search(entry_re, text):
         want = f"void {entry}(...)" if language == "c" else f'extern "C" __global__ void {entry}(...)'
         findings.append(StaticFinding(1, "entry point", f"no definition of {want}"))

@@ -55,3 +55,8 @@ def test_sampling_respects_constraints():
 def test_params_must_be_macro_names():
     with pytest.raises(SpecError):
         Param("vec", "int", low=1, high=2)
+
+
+def test_constraints_over_shape_dims_wait_for_shapes():
+    assert space().violations({"VEC": 16, "THREADS": 2, "ALGO": "a"}) == []
+    assert space().sample(random.Random(2)) is not None

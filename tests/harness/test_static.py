@@ -36,3 +36,9 @@ def test_findings_point_at_the_real_line():
     src = GOOD + "\n\nvoid helper(void) { fork(); }\n"
     finding = next(f for f in check_source(src, "c") if f.rule == "starts processes")
     assert finding.line == 6
+
+
+def test_cuda_entry_points_may_put_launch_bounds_either_side_of_void():
+    for decl in ('extern "C" __global__ void __launch_bounds__(256, 2) kernel(float *y) {}',
+                 'extern "C" __global__ __launch_bounds__((BM * BN) / 64) void kernel(float *y) {}'):
+        assert check_source(decl, "cuda") == [], decl

@@ -97,8 +97,10 @@ WORKLOAD = Workload(
         held_out=(Shape.of(rows=4096, cols=2048), Shape.of(rows=333, cols=3001)),
     ),
     distributions=DISTRIBUTIONS,
-    # Every output is a product x * inv * w, so its error is relative (a few ulp plus the
-    # sum of squares' rounding, ~1e-6 at worst): rtol carries the check, atol only covers 0.
+    # Every output is a product x * inv * w, so its error is relative: a few ulp plus the
+    # rounding of the sum of squares. Every point of the CPU space stays under 4% of this
+    # bound (worst: constant rows summed in one float accumulator); a sequential float sum
+    # over 4099 columns reaches ~13%. rtol carries the check, atol only covers zeros.
     tolerance=Tolerance(atol=1e-5, rtol=1e-4),
     make_inputs=make_inputs,
     reference=reference,

@@ -151,29 +151,39 @@ static double sumsq(const float *xr, int64_t n) {
     return VHSUM(acc[0]);
 }
 
+/* Writes row r (xr -> yr) and returns the sum of squares of the next row xn (or 0). The
+ * sum walks xn exactly as sumsq() does, whatever the alignment of yr: with NT the writes
+ * start p elements in (p: the scalar peel up to VEC-alignment of yr) and lag the sum by p,
+ * so the result does not depend on where the output buffer happens to sit. */
 static double scale_and_sumsq(const float *xr, const float *w, float *yr, const float *xn,
                               int64_t n, float inv) {
     vf acc[UNROLL];
     for (int u = 0; u < UNROLL; u++) acc[u] = VZERO();
-    float peel = 0.0f;
-    int64_t c = 0;
+    int64_t p = 0;
 #if NT
-    for (; c < n && ((uintptr_t)(yr + c) & (VEC * sizeof(float) - 1)); c++) {
-        yr[c] = xr[c] * inv * w[c];
-        if (xn) peel += xn[c] * xn[c];
-    }
+    p = (int64_t)(((uintptr_t)0 - (uintptr_t)yr) & (VEC * sizeof(float) - 1)) / (int64_t)sizeof(float);
+    if (p > n) p = n;
+    for (int64_t c = 0; c < p; c++) yr[c] = xr[c] * inv * w[c];
 #endif
     vf vi = VSET1(inv);
+    int64_t c = 0;       /* the sum's position in xn; the writes are at p + c */
     if (xn) {
+        for (; c + VEC * UNROLL <= n - p; c += VEC * UNROLL)
+            for (int u = 0; u < UNROLL; u++) {
+                int64_t o = p + c + VEC * u;
+                VOUT(yr + o, VMUL(VMUL(VLOAD(xr + o), vi), VLOAD(w + o)));
+                vf v = VLOAD(xn + c + VEC * u);
+                acc[u] = VFMA(v, v, acc[u]);
+            }
+    }
+    int64_t o = p + c;   /* first element of yr not yet written */
+    if (xn) {            /* the rest of the sum, in sumsq()'s order */
         for (; c + VEC * UNROLL <= n; c += VEC * UNROLL)
             for (int u = 0; u < UNROLL; u++) {
-                int64_t o = c + VEC * u;
-                VOUT(yr + o, VMUL(VMUL(VLOAD(xr + o), vi), VLOAD(w + o)));
-                vf v = VLOAD(xn + o);
+                vf v = VLOAD(xn + c + VEC * u);
                 acc[u] = VFMA(v, v, acc[u]);
             }
         for (; c + VEC <= n; c += VEC) {
-            VOUT(yr + c, VMUL(VMUL(VLOAD(xr + c), vi), VLOAD(w + c)));
             vf v = VLOAD(xn + c);
             acc[0] = VFMA(v, v, acc[0]);
         }
@@ -181,12 +191,11 @@ static double scale_and_sumsq(const float *xr, const float *w, float *yr, const 
             vf v = vload_tail(xn + c, n - c);
             acc[UNROLL - 1] = VFMA(v, v, acc[UNROLL - 1]);
         }
-    } else {
-        for (; c + VEC <= n; c += VEC) VOUT(yr + c, VMUL(VMUL(VLOAD(xr + c), vi), VLOAD(w + c)));
     }
-    if (c < n) vstore_tail(yr + c, VMUL(VMUL(vload_tail(xr + c, n - c), vi), vload_tail(w + c, n - c)), n - c);
+    for (; o + VEC <= n; o += VEC) VOUT(yr + o, VMUL(VMUL(VLOAD(xr + o), vi), VLOAD(w + o)));
+    if (o < n) vstore_tail(yr + o, VMUL(VMUL(vload_tail(xr + o, n - o), vi), vload_tail(w + o, n - o)), n - o);
     for (int u = 1; u < UNROLL; u++) acc[0] = VADD(acc[0], acc[u]);
-    return (double)(VHSUM(acc[0]) + peel);
+    return (double)VHSUM(acc[0]);
 }
 
 static inline float inv_rms(double ss, int64_t n, float eps) {

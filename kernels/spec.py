@@ -383,7 +383,8 @@ class Template:
 class Baseline:
     """What an engineer would use instead; timed against the candidate inside the same child.
 
-    ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, shape) -> callable`` prepares
+    ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, dims) -> callable`` (``dims``:
+    the shape as a name → size dict) prepares
     once (wraps buffers, compiles) and returns the zero-argument call that is timed; the call
     MUST write the preallocated ``outputs``. ``strong`` marks a baseline an engineer would
     really ship (a speedup above 10x a strong baseline is re-checked). ``default=False``

@@ -291,11 +291,13 @@ class Evaluator:
         cases = []
         dists = wl.distributions
         for si, (kind, shape) in enumerate(shapes):
+            seen = set()
             for seed in range(s.seeds):
                 dist = dists[(seed + si) % len(dists)]
+                seen.add(dist)
                 cases.append(_Case(f"c{len(cases)}", kind, shape, dist, seed))
             # every distribution on every shape, even when there are more of them than seeds
-            for extra in dists[s.seeds:] if len(dists) > s.seeds else ():
+            for extra in (d for d in dists if d not in seen):
                 cases.append(_Case(f"c{len(cases)}", kind, shape, extra, 100 + len(cases)))
         return cases
 

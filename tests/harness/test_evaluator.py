@@ -57,3 +57,12 @@ def test_the_spawn_launcher_gives_the_same_verdict_as_the_fork_server():
     outcome = Evaluator(EvalSettings(timing=False, launcher="spawn")).evaluate(
         tpl.source("two_pass"), tpl.space.default(), WL, "cpu")
     assert outcome.status == "ok", outcome.reason
+
+
+def test_every_shape_sees_every_distribution_even_with_more_distributions_than_seeds():
+    from dataclasses import replace
+    wl6 = replace(WL, distributions=WL.distributions + ("normal2",))
+    cases = Evaluator(EvalSettings(seeds=5))._cases(wl6)
+    for shape in {c.shape for c in cases}:
+        assert {c.distribution for c in cases if c.shape == shape} == set(wl6.distributions)
+        assert len({c.seed for c in cases if c.shape == shape}) >= 5

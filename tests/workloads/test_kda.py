@@ -18,7 +18,8 @@ CPU = WL.template("cpu")
 CUDA = WL.template("cuda")
 ALL_SHAPES = [*WL.shapes.typical, *WL.shapes.awkward, *WL.shapes.minimal, *WL.shapes.held_out]
 
-# The fastest point found on the 2-core AVX2 development host (see the workload docstring).
+# The fastest point found on the 2-core AVX2 development host (see the workload docstring);
+# VEC=8: that host has no AVX-512 (VEC=16 would compile to the same AVX2 code there).
 FASTEST = {"ALGO": "fused", "THREADS": 2, "VEC": 8, "BV": 4, "SCALED": 0, "VGROUPS": 1, "PF": 8,
            "CHUNK": 16}
 
@@ -156,7 +157,7 @@ def test_the_fastest_point_is_correct_and_beats_the_chunked_torch_baseline():
                             extra_shapes=WL.shapes.held_out[1:], recheck=False)
     outcome = Evaluator(settings).evaluate(CPU.source("fused"), FASTEST, WL, "cpu")
     assert outcome.status == "ok", outcome.reason
-    # measured ~6-8x on an idle 2-core host; only "faster" is asserted (shared CI hosts are noisy)
+    # measured 16-58x on a busy 2-core host; only "faster" is asserted (shared hosts are noisy)
     assert outcome.speedup["torch_chunked"] > 1.0, outcome.speedup
 
 
@@ -222,3 +223,15 @@ def test_cuda_variants_compile_for_sm90_without_spills(params, tmp_path):
     assert "Compiling entry function 'kernel'" in log, log
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)]
     assert spills and not any(spills), log
+
+
+def test_cuda_seeds_compile_and_pass_the_audit_through_the_harness():
+    from kernels import targets
+    tgt = targets.get("cuda")
+    ok, why = tgt.available()
+    if not ok:
+        pytest.skip(why)
+    for src, params in CUDA.seeds():
+        outcome = Evaluator(EvalSettings(timing=False)).evaluate(src, params, WL, "cuda")
+        assert outcome.status in ("compiled_only", "ok"), outcome.reason
+        assert outcome.resources.get("spill_store_bytes") == 0, outcome.resources

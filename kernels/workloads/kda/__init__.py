@@ -7,6 +7,15 @@ For every batch b and head h a state S (K x V) starts at zero; for t = 0 .. T-1:
     o_t = scale * S^T q_t
 
 Layouts: q, k, g [B, T, H, K]; v, o [B, T, H, V]; beta [B, T, H]; all contiguous float32.
+
+CPU variants: ``recurrent`` (plain four passes per step, the seed), ``fused`` (one
+register-blocked pass over an L1-resident V slice per step; optional scaled state), and
+``chunked`` (the WY/UT chunked form with register-blocked GEMMs). On the 2-core AVX2 (Zen 3,
+no AVX-512) development host at 1x1024x4x64x64, fused with THREADS=2 VEC=8 BV=4 PF=8 runs
+in ~1.2-2 ms; chunked is correct but ~2x slower than fused there (it does at least as many
+multiply-adds: three K x V products per step plus the intra-chunk pairs and solves).
+The tolerance (relative RMSE 1e-4) is ~300x the float32 error of every variant (~4e-7 on
+all shapes and distributions) and well below what a misplaced decay or a dropped beta gives.
 """
 import math
 from pathlib import Path

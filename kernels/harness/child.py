@@ -119,8 +119,12 @@ def isolate(plan: dict) -> list[str]:
 
 
 def _mallopt(libc, perturb: int) -> None:
-    M_PERTURB, M_MMAP_THRESHOLD = -6, -3
+    """Correctness runs only (the timing child never calls this): fill fresh heap memory
+    with ``perturb`` so reads of memory the kernel never wrote differ between the two runs.
+    Large blocks stay on the heap (perturbed) and are not trimmed back to the OS on free."""
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_PERTURB = -1, -3, -6
     libc.mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
     libc.mallopt(M_PERTURB, perturb)
 
 

@@ -25,7 +25,7 @@ from kernels.harness import sandbox
 from kernels.harness.outcome import EvalOutcome, Stage
 from kernels.harness.static import check_source
 from kernels.harness.timing import speedups, summarize
-from kernels.harness.verify import compare, input_digest
+from kernels.harness.verify import Prepared, compare, input_digest
 from kernels.spec import Shape, Tolerance, Workload
 from kernels.targets.base import CompileFailure
 
@@ -326,7 +326,8 @@ class Evaluator:
                     files[n] = store / f"{n}.npy"
                     np.save(files[n], arr, allow_pickle=False)
                     os.chmod(files[n], 0o444)
-                ref32 = {n: r.astype(np.float32) for n, r in reference.items()}
+                tol = self.settings.tolerance or wl.tolerance
+                ref32 = {n: Prepared(r, tol) for n, r in reference.items()}
                 hit = (inputs, scalars, reference, ref32, files)
                 _drop_timing_cases(keep=1)  # keep the newest pair (two data sets): these are large
                 _TIMING_CASES[key] = hit

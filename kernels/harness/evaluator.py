@@ -348,7 +348,7 @@ class Evaluator:
         extra = {}
         if case.alt is not None:
             extra["inputs_b"] = {n: f"in_{case.alt.id}_{n}.npy" for n in case.alt.inputs}
-            extra["input_digests_b"] = {n: input_digest(a) for n, a in case.alt.inputs.items()}
+            extra["input_digests_b"] = {n: _digest_of(a) for n, a in case.alt.inputs.items()}
         if self._target == "cuda":
             grid, block, shared = wl.template("cuda").launch(case.shape, self._params)
             extra["launch"] = {"grid": list(grid), "block": list(block), "shared": int(shared)}
@@ -357,7 +357,7 @@ class Evaluator:
             "dims": case.shape.as_dict(),
             "scalars": case.scalars,
             "inputs": {n: f"in_{case.id}_{n}.npy" for n in case.inputs},
-            "input_digests": {n: input_digest(a) for n, a in case.inputs.items()},
+            "input_digests": {n: _digest_of(a) for n, a in case.inputs.items()},
             "outputs": {n: list(shp) for n, shp in wl.out_shapes(case.shape).items()},
         }
 
@@ -577,6 +577,22 @@ def _shm() -> str | None:
 
 def _workdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="int21-eval-", dir=_shm()))
+
+
+_DIGESTS: dict[int, tuple[np.ndarray, str]] = {}
+
+
+def _digest_of(arr: np.ndarray) -> str:
+    """Input digests; the cached timing inputs (large, reused) are hashed once."""
+    hit = _DIGESTS.get(id(arr))
+    if hit is not None and hit[0] is arr:
+        return hit[1]
+    d = input_digest(arr)
+    if arr.nbytes >= 1 << 20:
+        if len(_DIGESTS) >= 4:
+            _DIGESTS.clear()
+        _DIGESTS[id(arr)] = (arr, d)
+    return d
 
 
 def _splice(base: np.ndarray, fresh: np.ndarray, seed: int) -> np.ndarray:

@@ -3,9 +3,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kernels.spec import (Arg, Baseline, Constraint, DesignSpace, Param, Shape, ShapeSets,
+from kernels.spec import (Arg, Baseline, Constraint, DesignSpace, Param, Shape,
                           Template, Tolerance, Workload, rng_for)
 from kernels.workloads.layernorm.reference import reference  # noqa: E402
+from kernels.workloads import rowwise  # noqa: E402
 
 HERE = Path(__file__).parent
 DISTRIBUTIONS = ("normal", "large", "tiny", "mixed", "constant")
@@ -58,32 +59,10 @@ SPACE = DesignSpace(
         Param("NT", "bool", help="non-temporal (streaming) stores for y; vector paths only"),
     ),
     constraints=(
-        Constraint("CHUNK * THREADS <= max(rows, 1) or CHUNK == 1",
-                   "CHUNK x THREADS exceeds the rows: some threads would get no work"),
+        rowwise.CHUNK_FITS,
         Constraint("NT == 0 or VEC > 1", "non-temporal stores need a vector path (VEC 8 or 16)"),
     ),
 )
-
-CUDA_SPACE = DesignSpace(
-    params=(
-        Param("ALGO", "variant", choices=("rowwise", "warp"),
-              help="rowwise: one block per row (block reduction); warp: one warp per row (shuffles only)"),
-        Param("BLOCK", "choice", choices=(128, 256, 512, 1024), default=256, help="threads per block"),
-        Param("VEC", "choice", choices=(1, 4),
-              help="4: float4 loads/stores when cols % 4 == 0 (scalar otherwise); 1: scalar"),
-    ),
-)
-
-
-def cuda_launch(shape: Shape, params) -> tuple:
-    """(grid, block, dynamic shared bytes): rowwise has a block per row, warp a warp per row;
-    the reductions use static shared memory only."""
-    rows, block = shape["rows"], int(params.get("BLOCK", 256))
-    if params.get("ALGO", "rowwise") == "warp":
-        per_block = block // 32
-        return ((rows + per_block - 1) // per_block, 1, 1), (block, 1, 1), 0
-    return (rows, 1, 1), (block, 1, 1), 0
-
 
 WORKLOAD = Workload(
     name="layernorm",
@@ -91,12 +70,7 @@ WORKLOAD = Workload(
                 "y = (x - mean) / sqrt(var + eps) * gamma + beta, var the biased variance.",
     args=(Arg("x", "in"), Arg("gamma", "in"), Arg("beta", "in"), Arg("y", "out"), Arg("rows", "dim"),
           Arg("cols", "dim"), Arg("eps", "f32")),
-    shapes=ShapeSets(
-        typical=(Shape.of(rows=4096, cols=4096),),
-        awkward=(Shape.of(rows=67, cols=1013), Shape.of(rows=5, cols=4099)),
-        minimal=(Shape.of(rows=1, cols=1), Shape.of(rows=1, cols=33)),
-        held_out=(Shape.of(rows=4096, cols=2048), Shape.of(rows=333, cols=3001)),
-    ),
+    shapes=rowwise.SHAPES,
     distributions=DISTRIBUTIONS,
     # The seeds stay within ~2e-6 (2% of the bound) on every distribution; the bound leaves
     # room for a mean kept in float32 (torch: ~25% of it on "large") while a one-pass
@@ -111,8 +85,8 @@ WORKLOAD = Workload(
     templates={
         "cpu": Template("cpu", {"two_pass": "cpu_two_pass.c", "welford": "cpu_welford.c"}, SPACE,
                         variant_param="ALGO", folder=HERE),
-        "cuda": Template("cuda", {"rowwise": "cuda_rowwise.cu", "warp": "cuda_warp.cu"}, CUDA_SPACE,
-                         variant_param="ALGO", folder=HERE, launch=cuda_launch),
+        "cuda": Template("cuda", {"rowwise": "cuda_rowwise.cu", "warp": "cuda_warp.cu"}, rowwise.NORM_CUDA_SPACE,
+                         variant_param="ALGO", folder=HERE, launch=rowwise.cuda_launch),
     },
     baselines={
         "cpu": (

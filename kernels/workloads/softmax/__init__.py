@@ -3,9 +3,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kernels.spec import (Arg, Baseline, Constraint, DesignSpace, Param, Shape, ShapeSets,
+from kernels.spec import (Arg, Baseline, DesignSpace, Param, Shape,
                           Template, Tolerance, Workload, rng_for)
 from kernels.workloads.softmax.reference import reference  # noqa: E402
+from kernels.workloads import rowwise  # noqa: E402
 
 HERE = Path(__file__).parent
 DISTRIBUTIONS = ("normal", "large", "tiny", "mixed", "masked")
@@ -41,8 +42,7 @@ SPACE = DesignSpace(
         Param("CHUNK", "choice", choices=(1, 4, 16, 64), help="rows per OpenMP static chunk"),
     ),
     constraints=(
-        Constraint("CHUNK * THREADS <= max(rows, 1) or CHUNK == 1",
-                   "CHUNK x THREADS exceeds the rows: some threads would get no work"),
+        rowwise.CHUNK_FITS,
     ),
 )
 
@@ -56,25 +56,11 @@ CUDA_SPACE = DesignSpace(
 )
 
 
-def _cuda_launch(shape: Shape, params) -> tuple:
-    """(grid, block, dynamic shared bytes): rowwise has a block per row, warp a warp per row."""
-    rows, block = shape["rows"], int(params.get("BLOCK", 256))
-    if params.get("ALGO", "rowwise") == "warp":
-        per_block = block // 32
-        return ((rows + per_block - 1) // per_block, 1, 1), (block, 1, 1), 0
-    return (rows, 1, 1), (block, 1, 1), 0
-
-
 WORKLOAD = Workload(
     name="softmax",
     description="Row-wise softmax of a float32 matrix (rows x cols); rows may hold -inf masks.",
     args=(Arg("x", "in"), Arg("y", "out"), Arg("rows", "dim"), Arg("cols", "dim")),
-    shapes=ShapeSets(
-        typical=(Shape.of(rows=4096, cols=4096),),
-        awkward=(Shape.of(rows=67, cols=1013), Shape.of(rows=5, cols=4099)),
-        minimal=(Shape.of(rows=1, cols=1), Shape.of(rows=1, cols=33)),
-        held_out=(Shape.of(rows=4096, cols=2048), Shape.of(rows=333, cols=3001)),
-    ),
+    shapes=rowwise.SHAPES,
     distributions=DISTRIBUTIONS,
     tolerance=Tolerance(atol=1e-5, rtol=1e-4),
     make_inputs=make_inputs,
@@ -86,7 +72,7 @@ WORKLOAD = Workload(
         "cpu": Template("cpu", {"two_pass": "cpu_two_pass.c", "online": "cpu_online.c"}, SPACE,
                         variant_param="ALGO", folder=HERE),
         "cuda": Template("cuda", {"rowwise": "cuda_rowwise.cu", "warp": "cuda_warp.cu"}, CUDA_SPACE,
-                         variant_param="ALGO", folder=HERE, launch=_cuda_launch),
+                         variant_param="ALGO", folder=HERE, launch=rowwise.cuda_launch),
     },
     baselines={
         "cpu": (

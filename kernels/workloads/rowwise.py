@@ -1,0 +1,34 @@
+"""What the row-wise workloads (softmax, rmsnorm, layernorm) share: one row of a float32
+matrix at a time, the same shapes, the same OpenMP chunking rule, the same CUDA launch."""
+from kernels.spec import Constraint, DesignSpace, Param, Shape, ShapeSets
+
+SHAPES = ShapeSets(
+    typical=(Shape.of(rows=4096, cols=4096),),
+    awkward=(Shape.of(rows=67, cols=1013), Shape.of(rows=5, cols=4099)),
+    minimal=(Shape.of(rows=1, cols=1), Shape.of(rows=1, cols=33)),
+    held_out=(Shape.of(rows=4096, cols=2048), Shape.of(rows=333, cols=3001)),
+)
+
+CHUNK_FITS = Constraint("CHUNK * THREADS <= max(rows, 1) or CHUNK == 1",
+                        "CHUNK x THREADS exceeds the rows: some threads would get no work")
+
+# The normalisations' CUDA seeds (rowwise.cu / warp.cu) share one space.
+NORM_CUDA_SPACE = DesignSpace(
+    params=(
+        Param("ALGO", "variant", choices=("rowwise", "warp"),
+              help="rowwise: one block per row (block reduction); warp: one warp per row (shuffles only)"),
+        Param("BLOCK", "choice", choices=(128, 256, 512, 1024), default=256, help="threads per block"),
+        Param("VEC", "choice", choices=(1, 4),
+              help="4: float4 loads/stores when cols % 4 == 0 (scalar otherwise); 1: scalar"),
+    ),
+)
+
+
+def cuda_launch(shape: Shape, params) -> tuple:
+    """(grid, block, dynamic shared bytes): rowwise has a block per row, warp a warp per row;
+    the reductions use static shared memory only."""
+    rows, block = shape["rows"], int(params.get("BLOCK", 256))
+    if params.get("ALGO", "rowwise") == "warp":
+        per_block = block // 32
+        return ((rows + per_block - 1) // per_block, 1, 1), (block, 1, 1), 0
+    return (rows, 1, 1), (block, 1, 1), 0

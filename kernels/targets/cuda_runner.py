@@ -8,7 +8,8 @@ Called from the sandbox child after it has set its limits and isolated itself, a
 - ``phase`` (load, correctness, timing) and ``device`` (the GPU and the kernel's attributes);
 - per case: ``call`` before each launch, then ``case`` with the saved outputs, problems
   and whether two runs gave the same bits;
-- ``timing`` with the outputs of the first timed call, per-implementation samples (ms, from
+- ``timing`` with the outputs of the first timed call on each data set (``outputs``, and
+  ``outputs_b`` when the timing case has ``inputs_b``), per-implementation samples (ms, from
   CUDA events on this child's own stream), problems, timed_calls, mismatch_at_call, notes.
 
 The plan is the CPU plan plus ``"artifact": "kernel.cubin"`` and, in every case (and the
@@ -72,6 +73,15 @@ class DeviceCase:
             buf.array.set(data)
             self.inputs[name] = buf
         self.outputs = {name: DeviceBuffer(cp, shape) for name, shape in spec["outputs"].items()}
+        self.digests = spec["input_digests"]
+        # The timing case's second data set (the first with a block of rows replaced): kept
+        # in plain device arrays and copied into the same guarded buffers between rounds, so
+        # a kernel that caches its answer by input address returns a stale one.
+        self.sets = {}
+        if spec.get("inputs_b"):
+            self.sets["a"] = ({n: buf.array.copy() for n, buf in self.inputs.items()}, spec["input_digests"])
+            self.sets["b"] = ({n: cp.asarray(np.ascontiguousarray(np.load(p, allow_pickle=False), dtype=np.float32))
+                               for n, p in spec["inputs_b"].items()}, spec["input_digests_b"])
         self.dims = spec["dims"]
         self.scalars = spec.get("scalars", {})
         launch = spec["launch"]
@@ -79,10 +89,16 @@ class DeviceCase:
         self.block = tuple(int(v) for v in launch["block"])
         self.shared = int(launch.get("shared", 0))
 
+    def use(self, which: str) -> None:
+        """Copy data set ``which`` ("a" or "b") into the input buffers (not timed)."""
+        arrays, self.digests = self.sets[which]
+        for name, src in arrays.items():
+            self.inputs[name].array[...] = src
+
     def check(self) -> list[str]:
         problems = []
         for name, buf in self.inputs.items():
-            if digest(buf.array.get()) != self.spec["input_digests"][name]:
+            if digest(buf.array.get()) != self.digests[name]:
                 problems.append(f"input {name} was modified")
             if not buf.guards_intact():
                 problems.append(f"memory around input {name} was written")
@@ -217,19 +233,25 @@ def run_timing(cp, stream, kernel: Candidate, timing: dict, emit) -> None:
     baselines, notes = _load_baselines(cp, stream, timing, case)
     cand_call = kernel.bind(case)
     outs = case.outputs
-    for buf in outs.values():
-        buf.poison()
-    _launch(cand_call, stream, "in the first timed call")
-    problems = case.check()
-    if problems:
-        emit("timing", problems=problems)
-        return
-    first = {n: buf.array.view(cp.uint32).copy() for n, buf in outs.items()}
-    saved = {}
-    for name, arr in first.items():
-        path = f"out_timing_{name}.npy"
-        np.save(path, cp.asnumpy(arr.view(cp.float32)), allow_pickle=False)
-        saved[name] = path
+    # The first call on each data set is the verified one (the evaluator compares it with
+    # its reference); every later call must reproduce those bits for the set it saw.
+    first, saved = {}, {}
+    for which in (("a", "b") if case.sets else ("a",)):
+        if case.sets:
+            case.use(which)
+        for buf in outs.values():
+            buf.poison()
+        _launch(cand_call, stream, f"in the first timed call (data set {which})")
+        problems = case.check()
+        if problems:
+            emit("timing", problems=problems)
+            return
+        first[which] = {n: buf.array.view(cp.uint32).copy() for n, buf in outs.items()}
+        saved[which] = {}
+        for name, arr in first[which].items():
+            path = f"out_timing{'' if which == 'a' else '_b'}_{name}.npy"
+            np.save(path, cp.asnumpy(arr.view(cp.float32)), allow_pickle=False)
+            saved[which][name] = path
     impls = [{"name": "candidate", "call": cand_call, "outputs": outs}] + baselines
     flush = _l2_flusher(cp, timing)
     for impl in impls:
@@ -245,6 +267,10 @@ def run_timing(cp, stream, kernel: Candidate, timing: dict, emit) -> None:
     budget = float(timing.get("budget_seconds", 2.0))
     started = time.perf_counter()
     for rnd in range(max_calls):
+        which = "b" if (case.sets and rnd % 2) else "a"
+        if case.sets:
+            case.use(which)
+        verified = first[which]
         order = impls[rnd % len(impls):] + impls[:rnd % len(impls)]
         pending, checks = [], []
         for impl in order:
@@ -258,7 +284,7 @@ def run_timing(cp, stream, kernel: Candidate, timing: dict, emit) -> None:
             pending.append((impl["name"], start, end))
             if impl["name"] == "candidate":
                 # enqueued after the end event, so not timed; read once the round is done
-                checks.append(cp.stack([cp.array_equal(outs[n].array.view(cp.uint32), first[n]) for n in outs]).all())
+                checks.append(cp.stack([cp.array_equal(outs[n].array.view(cp.uint32), verified[n]) for n in outs]).all())
             else:
                 for buf in impl["outputs"].values():  # leave nothing a candidate could copy
                     buf.body.fill(0)
@@ -277,7 +303,8 @@ def run_timing(cp, stream, kernel: Candidate, timing: dict, emit) -> None:
             if precise or time.perf_counter() - started > budget:
                 break
     problems = case.check()
-    emit("timing", outputs=saved, samples=samples, problems=problems, timed_calls=calls,
+    emit("timing", outputs=saved["a"], outputs_b=saved.get("b", {}), samples=samples, problems=problems,
+         timed_calls=calls,
          mismatch_at_call=mismatch_at, notes=notes)
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from kernels import workloads
 from kernels.harness import sandbox
-from kernels.harness.evaluator import EvalSettings, Evaluator, _judge_correctness
+from kernels.harness.evaluator import EvalSettings, Evaluator, _Case, _judge_correctness
+from kernels.harness.verify import compare
 from kernels.spec import Shape
 from kernels.targets import cuda_runner
 from kernels.targets.base import Artifact, CompileFailure
@@ -301,6 +302,7 @@ def _fake_cupy(kernel_body):
     cp.float32, cp.uint32 = np.float32, np.uint32
     cp.empty = lambda n, dtype=np.float32: np.empty(n, dtype=dtype).view(_Array)
     cp.all, cp.stack, cp.asnumpy = np.all, np.stack, np.asarray
+    cp.asarray = lambda a: np.array(a).view(_Array)
     cp.array_equal = lambda a, b: np.array_equal(a, b)
     cp.max, cp.sum, cp.exp, cp.subtract, cp.divide = np.max, np.sum, np.exp, np.subtract, np.divide
 
@@ -370,6 +372,8 @@ def _plan(tmp_path, wl, monkeypatch):
     tcase = ev._cases(wl)[0]
     tcase.id, tcase.shape = "timing", Shape.of(rows=64, cols=256)
     ev._materialise(wl, tcase, tmp_path)
+    tcase.alt = _Case("timingb", "typical", tcase.shape, wl.distributions[0], 9002)
+    ev._materialise(wl, tcase.alt, tmp_path, derive_from=tcase)
     tpl = wl.template("cuda")
     params = tpl.space.default()
 
@@ -412,6 +416,26 @@ def test_a_correct_kernel_passes_the_evaluators_judges(tmp_path, monkeypatch, so
     assert timing["timed_calls"] >= cuda_runner.MIN_GPU_CALLS  # a GPU floor over the plan's 5
     assert set(timing["samples"]) == {"candidate", "cupy"}
     assert np.load(tmp_path / timing["outputs"]["y"]).shape == (64, 256)
+    # the first call on each timing data set is saved for the evaluator to verify
+    for key, case in (("outputs", tcase), ("outputs_b", tcase.alt)):
+        assert compare(np.load(tmp_path / timing[key]["y"]), case.reference["y"], softmax.tolerance)["passed"]
+
+
+def test_a_kernel_that_caches_by_input_address_fails_on_the_second_data_set(tmp_path, monkeypatch, softmax):
+    _, tcase, plan = _plan(tmp_path, softmax, monkeypatch)
+    cache = {}
+
+    def caches(x, y, rows, cols):
+        key = (x.__array_interface__["data"][0], float(x[0, 0]), float(x[-1, -1]))
+        if key not in cache:
+            _softmax(x, y, rows, cols)
+            cache[key] = y.copy()
+        y[...] = cache[key]
+    run = _run(plan, caches, monkeypatch)
+    timing = next(r for r in run.records if r["kind"] == "timing")
+    assert compare(np.load(tmp_path / timing["outputs"]["y"]), tcase.reference["y"], softmax.tolerance)["passed"]
+    assert not compare(np.load(tmp_path / timing["outputs_b"]["y"]), tcase.alt.reference["y"],
+                       softmax.tolerance)["passed"]
 
 
 def test_an_input_write_is_reported(tmp_path, monkeypatch, softmax):

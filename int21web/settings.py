@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "channels",
+    "int21web.accounts",
     "int21web.harness",
     "int21web.runs",
 ]
@@ -88,8 +90,15 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js is served from the pinned plotly package itself (no CDN, no second copy in git).
+import plotly as _plotly  # noqa: E402
+
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(_plotly.__file__).parent / "package_data")]
 STATIC_ROOT = VAR_DIR / "static"
 
 if not DEBUG:
@@ -116,8 +125,17 @@ LOGGING = {
     },
 }
 
+# Live updates: the channel layer wakes each run's websocket consumers; the events themselves
+# are read from the database, so a lost wake-up delays a row but never loses it.
+# Embedded: in-memory layer, sends scheduled onto the server's event loop (int21web.runs.live).
+if REDIS_URL := env_str("REDIS_URL"):
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
 # Celery: JSON only (no pickle anywhere). Without REDIS_URL the broker is in-process.
-REDIS_URL = env_str("REDIS_URL")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "memory://")
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory://")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if CELERY_EMBEDDED else {"visibility_timeout": 3900}

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 from kernels.harness.evaluator import EvalSettings, Evaluator
 from kernels import workloads
+from kernels.spec import Tolerance
 from swarm.types import Goal, Result
 
 
-def eval_settings(goal: Goal) -> EvalSettings:
+def eval_settings(goal: Goal, *, held_out: bool = False) -> EvalSettings:
+    """``held_out``: add the goal's held-out shapes to correctness (the promotion re-check);
+    the search itself never sees them."""
     wl = workloads.get(goal.workload)
     shapes = [wl.shape_from_text(s) for s in goal.shapes]
     known = {k: v for k, v in goal.eval_settings.items() if k in EvalSettings.__dataclass_fields__}
     settings = EvalSettings(**known)
+    extra = tuple(wl.shape_from_text(s) for s in goal.held_out) if held_out else ()
     if shapes:
         settings.timing_shape = shapes[0]
-        settings.extra_shapes = tuple(shapes[1:]) + tuple(settings.extra_shapes)
+    settings.extra_shapes = tuple(shapes[1:]) + extra + tuple(settings.extra_shapes)
+    if goal.tolerance:
+        settings.tolerance = Tolerance(**goal.tolerance)
     return settings
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
 from kernels import workloads
-from kernels.spec import SpecError
+from kernels.spec import SpecError, Tolerance
 from swarm import registry
 from swarm.agents.base import Context
 from swarm.events import make_event
@@ -25,6 +25,7 @@ from swarm.guidance import Steering, validate
 from swarm.knowledge.distil import distil
 from swarm.selection import elites
 from swarm.selection.bandit import AgentStats, allocate
+from swarm.space import SpaceError, goal_space
 from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
 
 
@@ -94,8 +95,22 @@ def check_goal(goal: Goal) -> None:
         raise GoalError("budget.evaluations: must be at least 1")
     if goal.population < 1:
         raise GoalError("population: must be at least 1")
+    try:
+        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        for s in goal.held_out:
+            wl.shape_from_text(s)
+        space = goal_space(goal, wl, tpl, shapes)
+    except SpecError as exc:
+        raise GoalError(f"held_out: {exc}") from None
+    except SpaceError as exc:
+        raise GoalError(f"space.{exc}") from None
+    if goal.tolerance is not None:
+        try:
+            Tolerance(**goal.tolerance)
+        except TypeError as exc:
+            raise GoalError(f"tolerance: {exc}") from None
     for k, v in goal.pins.items():
-        if k not in tpl.space.names or tpl.space.param(k).check(v):
+        if k not in space.names or space.param(k).check(v):
             raise GoalError(f"pins: {k}={v!r} is not a legal value of the design space")
 
 
@@ -148,15 +163,16 @@ class Engine:
         goal = run.goal
         wl = workloads.get(goal.workload)
         tpl = wl.template(goal.target)
-        steering = self._steering(run, tpl.space)
+        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        base_space = goal_space(goal, wl, tpl, shapes)
+        steering = self._steering(run, base_space)
         history = self.store.candidates(run_id)
         evaluated = [c for c in history if c.result is not None]
         stop = self._stop_reason(run, evaluated, steering)
         if stop:
             return self._finish(run, evaluated, stop)
 
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
-        space = steering.restrict(tpl.space)
+        space = steering.restrict(base_space)
         stats = {a: AgentStats(**{k: v for k, v in s.items() if k != "payoff"}) for a, s in run.agent_stats.items()}
         remaining = goal.budget.evaluations - len(evaluated)
         slots = min(goal.population, remaining)

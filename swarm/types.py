@@ -34,6 +34,9 @@ class Goal:
     cold: bool = False                                     # ignore lessons of earlier runs
     pins: dict = field(default_factory=dict)               # param -> value fixed by the engineer
     eval_settings: dict = field(default_factory=dict)      # passed to EvalSettings (timeouts…)
+    held_out: list[str] = field(default_factory=list)      # checked for correctness, never searched on
+    tolerance: dict | None = None                          # overrides the workload's: atol/rtol/rel_rmse
+    space: dict | None = None                              # the engineer's design space (swarm.space)
 
     def to_json(self) -> dict:
         return asdict(self)

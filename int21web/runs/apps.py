@@ -8,3 +8,7 @@ class RunsConfig(AppConfig):
     name = "int21web.runs"
     label = "runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from int21web.runs import live
+        live.install()

@@ -1,15 +1,19 @@
-"""The embedded worker: a Celery worker in a thread of this process, on the in-process
-broker. Used by `make run` and by commands when no broker is configured."""
-from contextlib import contextmanager
+"""The embedded workers: Celery workers in threads of this process, on the in-process
+broker. Used by `make run` (``manage.py serve``) and by commands when no broker is set.
+
+Two workers, because a run's driver (orchestrate queue) waits on the evaluations it queued
+(target queues): one solo worker for both would wait on itself."""
+from contextlib import ExitStack, contextmanager
 
 from django.conf import settings
 
-QUEUES = ("target.cpu", "target.cuda", "orchestrate")
+TARGET_QUEUES = ("target.cpu", "target.cuda")
+ORCHESTRATE = "orchestrate"
 
 
 @contextmanager
-def embedded_worker(queues=QUEUES):
-    """Yields a running worker in embedded mode; yields None when a real broker is set
+def embedded_worker(queues=TARGET_QUEUES, orchestrate: bool = False):
+    """Yields the running workers in embedded mode; yields None when a real broker is set
     (then `celery -A int21web worker -Q target.cpu` processes must be running)."""
     if not settings.CELERY_EMBEDDED:
         yield None
@@ -17,6 +21,9 @@ def embedded_worker(queues=QUEUES):
     from celery.contrib.testing.worker import start_worker
 
     from int21web.celery import app
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, queues=list(queues),
-                      loglevel="WARNING", shutdown_timeout=60) as worker:
-        yield worker
+    groups = [list(queues)] + ([[ORCHESTRATE]] if orchestrate else [])
+    with ExitStack() as stack:
+        workers = [stack.enter_context(start_worker(app, pool="solo", concurrency=1, perform_ping_check=False,
+                                                    queues=qs, loglevel="WARNING", shutdown_timeout=60))
+                   for qs in groups]
+        yield workers

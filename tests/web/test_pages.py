@@ -3,7 +3,7 @@ import pytest
 
 @pytest.mark.django_db
 def test_the_home_page_lists_workloads_and_targets(client):
-    page = client.get("/")
+    page = client.get("/workloads/")
     assert page.status_code == 200
     assert b"softmax" in page.content and b"cpu" in page.content
 

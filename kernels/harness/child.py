@@ -420,6 +420,10 @@ def main(plan_path: str) -> int:
     prepared = prepare_timing(plan["timing"]) if plan.get("timing") and not gpu else None
     if prepared is not None:
         plan["timing"]["blas"] = _blas_info()
+    if gpu:
+        # the CUDA context (device files) and the baselines' modules, before dropping to nobody
+        from kernels.targets import cuda_runner
+        cuda_runner.prepare(plan)
     applied = isolate(plan)
     limits = Limits(**plan["limits"])
     # A CUDA context reserves far more address space than any RLIMIT_AS we could set;

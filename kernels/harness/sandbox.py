@@ -83,7 +83,11 @@ def minimal_env(extra: dict | None = None) -> dict:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
     }
-    for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH"):
+    # CUPY_CACHE_DIR: CuPy's cache of the helper kernels it compiles (fill, compare, the
+    # baselines' reductions); without it each CUDA child compiles them again in its fresh
+    # working folder. Only sandbox children should write there: CuPy's files are 0600, so
+    # a folder shared between root and the unprivileged child breaks the one that can't read.
+    for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CUPY_CACHE_DIR"):
         if key in os.environ:
             env[key] = os.environ[key]
     env.update(extra or {})

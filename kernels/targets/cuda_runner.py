@@ -318,6 +318,30 @@ def _rel_err(s: list[float]) -> float:
 
 # --------------------------------------------------------------------------- entry
 
+def prepare(plan: dict) -> None:
+    """Called by the child before it isolates itself (while it may still be root): import
+    CuPy and the timing baselines' modules, and create the CUDA context on the plan's device.
+    The driver opens /dev/nvidia* when the context is made; those files (and the project's
+    folder, when it lives under root's home) may not be open to the unprivileged user the
+    child becomes. Best effort: anything that fails here fails again, with its message, in
+    :func:`run`. No candidate code is loaded here."""
+    os.environ.setdefault("CUPY_CACHE_DIR", os.path.abspath(".cupy_cache"))
+    timing = plan.get("timing") or {}
+    for b in timing.get("baselines", []):
+        for mod in (b.get("requires"), b["fn"].partition(":")[0]):
+            if mod:
+                try:
+                    import_module(mod)
+                except Exception:
+                    pass
+    try:
+        import cupy as cp
+        cp.cuda.Device(int(plan.get("device", 0))).use()
+        cp.cuda.runtime.free(0)  # the classic way to make the (primary) context now
+    except Exception:
+        pass
+
+
 def run(plan: dict, emit) -> None:
     """Everything between the child's ``hello`` and ``done`` for a CUDA plan."""
     # CuPy compiles its own helper kernels (fill, compare) and caches them under HOME,

@@ -127,7 +127,7 @@ from kernels.harness.evaluator import EvalSettings, Evaluator
 seeds, results, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 deadline = time.monotonic() + seconds
 progress = lambda st: print(f"    {st.name:<12} {st.status:<7} {st.seconds:6.1f} s  {st.summary[:300]}", flush=True)
-ev = Evaluator(EvalSettings(run_timeout=120), on_stage=progress)
+ev = Evaluator(EvalSettings(run_timeout=60), on_stage=progress)   # a hung kernel costs 60 s, not 180
 summary = []
 for line in open(seeds):
     wl_name, variant, src, flags = line.rstrip("\n").split("\t")

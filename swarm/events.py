@@ -24,6 +24,11 @@ EVENT_FIELDS: dict[str, tuple[set[str], set[str]]] = {
     "guidance_applied": ({"guidance_id", "directive", "author"}, {"effect"}),
     "new_best": ({"candidate_id", "score", "speedup", "params", "evaluations"}, {"median_ms"}),
     "agent_note": ({"agent", "text"}, set()),
+    # language models (swarm/llm): every request, every unusable answer (kept raw), the pause
+    "llm_call": ({"agent", "purpose", "model", "ok", "latency_ms"},
+                 {"tokens_in", "tokens_out", "cost", "error", "error_kind", "attempt"}),
+    "llm_proposal_failed": ({"agent", "reason", "answer"}, {"parent_id", "attempt", "prompt_id"}),
+    "llm_paused": ({"reason", "usage"}, set()),
 }
 
 

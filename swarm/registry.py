@@ -8,6 +8,8 @@ AGENTS = {
     "tuner": "swarm.agents.tuner:Tuner",
     "variant": "swarm.agents.variant:Variant",
     "seeded": "swarm.agents.seeded:Seeded",
+    "llm_coder": "swarm.agents.llm_coder:LLMCoder",
+    "llm_analyst": "swarm.agents.llm_analyst:LLMAnalyst",
 }
 
 

@@ -42,7 +42,8 @@ class InMemoryStore:
         if any(c.run_id == run_id and c.key == key for c in self.cands.values()):
             return None
         c = Candidate(id=next(self._cids), run_id=run_id, generation=generation, key=key, params=dict(draft.params),
-                      agent=draft.agent, rationale=draft.rationale, source=source, parents=list(draft.parents))
+                      agent=draft.agent, rationale=draft.rationale, source=source, parents=list(draft.parents),
+                      meta=copy.deepcopy(draft.meta))
         self.cands[c.id] = c
         return copy.deepcopy(c)
 
@@ -56,6 +57,9 @@ class InMemoryStore:
         c.result = copy.deepcopy(result)
         self.outcomes[candidate_id] = outcome
         return True
+
+    def outcome(self, candidate_id):
+        return copy.deepcopy(self.outcomes.get(candidate_id))
 
     def cached_result(self, cache_key):
         hit = self.cache.get(cache_key)

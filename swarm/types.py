@@ -34,6 +34,7 @@ class Goal:
     cold: bool = False                                     # ignore lessons of earlier runs
     pins: dict = field(default_factory=dict)               # param -> value fixed by the engineer
     eval_settings: dict = field(default_factory=dict)      # passed to EvalSettings (timeouts…)
+    llm: dict = field(default_factory=dict)                # model choice (swarm.llm.config); never a key
     held_out: list[str] = field(default_factory=list)      # checked for correctness, never searched on
     tolerance: dict | None = None                          # overrides the workload's: atol/rtol/rel_rmse
     space: dict | None = None                              # the engineer's design space (swarm.space)
@@ -57,6 +58,7 @@ class CandidateDraft:
     rationale: str
     source: str | None = None          # None: the design-space template of the variant
     parents: list[int] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)   # JSON: e.g. the LLM exchange that wrote the source
 
 
 def normalise_source(source: str) -> str:
@@ -116,6 +118,7 @@ class Candidate:
     source: str
     parents: list[int] = field(default_factory=list)
     result: Result | None = None
+    meta: dict = field(default_factory=dict)
 
     @property
     def score(self) -> float:

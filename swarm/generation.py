@@ -23,6 +23,9 @@ from swarm.agents.base import Context
 from swarm.events import make_event
 from swarm.guidance import Steering, validate
 from swarm.knowledge.distil import distil
+from swarm.knowledge.variants import learned_template, promote
+from swarm.llm.config import LLMConfigError, validate_goal_llm
+from swarm.llm.session import LLMSession, open_session
 from swarm.selection import elites
 from swarm.selection.bandit import AgentStats, allocate
 from swarm.space import SpaceError, goal_space
@@ -41,6 +44,7 @@ class RunRecord:
     stagnant: int = 0
     guidance_seen: int = 0          # id of the last directive applied
     finish_reason: str = ""
+    llm_usage: dict = field(default_factory=dict)   # the run's LLM ledger (swarm.llm.session)
 
 
 class RunStore(Protocol):
@@ -84,6 +88,10 @@ def check_goal(goal: Goal) -> None:
             wl.shape_from_text(s)
     except SpecError as exc:
         raise GoalError(str(exc)) from None
+    try:
+        validate_goal_llm(goal.llm)
+    except LLMConfigError as exc:
+        raise GoalError(str(exc)) from None
     for name in goal.team:
         try:
             registry.get(name)
@@ -116,10 +124,11 @@ def check_goal(goal: Goal) -> None:
 
 class Engine:
     def __init__(self, store: RunStore, executor: Executor, knowledge, sink, fingerprint: str = "",
-                 clock=time.monotonic):
+                 clock=time.monotonic, llm_factory=None):
         self.store, self.executor, self.knowledge, self.sink = store, executor, knowledge, sink
         self.fingerprint = fingerprint
         self.clock = clock
+        self.llm_factory = llm_factory or open_session   # (goal, usage, emit) -> LLMSession | reason
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -162,7 +171,7 @@ class Engine:
         run = self.store.load_run(run_id)
         goal = run.goal
         wl = workloads.get(goal.workload)
-        tpl = wl.template(goal.target)
+        tpl = self._template(goal, wl)
         shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
         base_space = goal_space(goal, wl, tpl, shapes)
         steering = self._steering(run, base_space)
@@ -180,9 +189,17 @@ class Engine:
         lessons = [] if goal.cold else self._lessons(goal, shapes)
         ctx = Context(goal=goal, workload=wl, template=tpl, space=space, shapes=shapes, history=evaluated,
                       elites=elites(evaluated, max(4, goal.population)), lessons=lessons, rng=rng,
-                      generation=run.generation, seen={c.key for c in history}, notes=steering.notes)
+                      generation=run.generation, seen={c.key for c in history}, notes=steering.notes,
+                      run_id=run_id, emit=lambda kind, **data: self._emit(run_id, kind, **data),
+                      outcome=getattr(self.store, "outcome", lambda candidate_id: None))
         agents = {name: registry.get(name) for name in goal.team}
+        if any(getattr(a, "needs_model", False) for a in agents.values()):
+            ctx.llm = self.llm_factory(goal, run.llm_usage, ctx.emit)
         able = [a for a in goal.team if not agents[a].cannot_act(ctx)]
+        if run.generation == 0 and isinstance(ctx.llm, str):   # say once why the model's agents stand aside
+            for a in goal.team:
+                if getattr(agents[a], "needs_model", False):
+                    self._emit(run_id, "agent_note", agent=a, text=f"stands aside: {ctx.llm}")
         favoured = set(steering.favoured)
         if run.generation == 0 and "seeded" in able:
             favoured.add("seeded")   # a warm start begins where the last run ended
@@ -224,8 +241,11 @@ class Engine:
                 improved = True
             s.improvements += gain
             s.total_improvements += int(gain > 0)
+        self._reflect(run_id, ctx, agents, history, cands)
         run = self.store.load_run(run_id)
         run.agent_stats = {a: s.to_json() for a, s in stats.items()}
+        if isinstance(ctx.llm, LLMSession):
+            run.llm_usage = dict(ctx.llm.usage)
         run.stagnant = 0 if improved else run.stagnant + 1
         best = max((c for c in evaluated_now if c.result.ok), key=lambda c: c.score, default=None)
         run.best_id = best.id if best else None
@@ -258,7 +278,7 @@ class Engine:
                 self._emit(run_id, "agent_note", agent=name, text=f"proposal failed: {type(exc).__name__}: {exc}")
                 proposed = []
             for d in proposed:
-                if ctx.fresh(d.params) and d.params not in [x.params for x in drafts]:
+                if ctx.fresh_draft(d) and ctx.draft_key(d) not in [ctx.draft_key(x) for x in drafts]:
                     drafts.append(d)
         if len(drafts) < slots:  # top up, so a generation never shrinks because an agent could not act
             filler = registry.get("explorer").propose(ctx, slots - len(drafts) + 2)
@@ -347,11 +367,42 @@ class Engine:
         goal = run.goal
         wl = workloads.get(goal.workload)
         shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
-        for lesson in distil(evaluated, workload=goal.workload, target=goal.target, fingerprint=self.fingerprint,
-                             shapes=shapes, run_id=run.id):
+        lessons = distil(evaluated, workload=goal.workload, target=goal.target, fingerprint=self.fingerprint,
+                         shapes=shapes, run_id=run.id)
+        lessons += promote(evaluated, lessons, self._template(goal, wl), run_id=run.id, shapes=shapes,
+                           workload=goal.workload, target=goal.target)
+        for lesson in lessons:
             stored = self.knowledge.record(lesson)
             self._emit(run.id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
                        evidence=stored.evidence)
+
+    def _reflect(self, run_id: int, ctx: Context, agents: dict, history: list[Candidate], new: list[Candidate]):
+        """Agents with a ``reflect(ctx, new) -> lessons`` hook (the analyst) read the generation."""
+        hooks = {n: a.reflect for n, a in agents.items() if hasattr(a, "reflect")}
+        if not hooks:
+            return
+        ctx.history = [c for c in history if c.result is not None]
+        ctx.elites = elites(ctx.history, max(4, ctx.goal.population))
+        ids = {c.id for c in new}
+        for name, hook in hooks.items():
+            try:
+                lessons = hook(ctx, [c for c in ctx.history if c.id in ids])
+            except Exception as exc:  # an agent bug must not stop the run; it is reported
+                self._emit(run_id, "agent_note", agent=name, text=f"reflection failed: {type(exc).__name__}: {exc}")
+                continue
+            for lesson in lessons:
+                stored = self.knowledge.record(lesson)
+                self._emit(run_id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
+                           evidence=stored.evidence)
+
+    def _template(self, goal: Goal, wl):
+        """The workload's template plus the variants earlier runs' rewrites won (not when cold)."""
+        tpl = wl.template(goal.target)
+        if goal.cold or tpl.variant_param is None:
+            return tpl
+        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        found = self.knowledge.relevant(goal.workload, goal.target, self.fingerprint, shapes, 500)
+        return learned_template(tpl, [lsn for lsn in found if lsn.kind == "variant"])
 
     def _steering(self, run: RunRecord, space) -> Steering:
         steering = Steering()

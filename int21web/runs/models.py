@@ -32,6 +32,8 @@ class Run(models.Model):
     finish_reason = models.CharField(max_length=300, blank=True)
     event_seq = models.BigIntegerField(default=0)
     fingerprint = models.CharField(max_length=64, blank=True)
+    llm_usage = models.JSONField(default=dict, blank=True,
+                                 help_text="LLM spend: requests, tokens_in/out, cost, unusable, errors, paused")
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -64,6 +66,8 @@ class Candidate(models.Model):
     source = models.TextField()
     parents = models.JSONField(default=list)
     diff = models.TextField(blank=True, help_text="unified diff against the first parent")
+    meta = models.JSONField(default=dict, blank=True,
+                            help_text="an LLM-written candidate: model, prompt, raw answer, tokens, latency")
     state = models.CharField(max_length=16, choices=STATES, default="proposed")
     status = models.CharField(max_length=24, blank=True)
     score = models.FloatField(default=0.0)

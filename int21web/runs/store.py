@@ -27,7 +27,7 @@ def result_from(data: dict | None) -> Result | None:
 def candidate_from(row: m.Candidate) -> Candidate:
     return Candidate(id=row.id, run_id=row.run_id, generation=row.generation, key=row.key, params=row.params,
                      agent=row.agent, rationale=row.rationale, source=row.source, parents=list(row.parents),
-                     result=result_from(row.result))
+                     result=result_from(row.result), meta=row.meta or {})
 
 
 def unified_diff(parent: m.Candidate | None, source: str, params: dict) -> str:
@@ -50,12 +50,13 @@ class DjangoStore:
         row = m.Run.objects.get(pk=run_id)
         return RunRecord(id=row.id, goal=goal_from(row.spec), state=row.state, generation=row.generation,
                          agent_stats=row.agent_stats, best_id=row.best_id, active_seconds=row.active_seconds,
-                         stagnant=row.stagnant, guidance_seen=row.guidance_seen, finish_reason=row.finish_reason)
+                         stagnant=row.stagnant, guidance_seen=row.guidance_seen, finish_reason=row.finish_reason,
+                         llm_usage=row.llm_usage or {})
 
     def save_run(self, run: RunRecord) -> None:
         fields = dict(generation=run.generation, agent_stats=run.agent_stats, best_id=run.best_id,
                       active_seconds=run.active_seconds, stagnant=run.stagnant, guidance_seen=run.guidance_seen,
-                      finish_reason=run.finish_reason, updated_at=timezone.now())
+                      finish_reason=run.finish_reason, llm_usage=run.llm_usage, updated_at=timezone.now())
         m.Run.objects.filter(pk=run.id).update(**fields)
 
     def transition(self, run_id, from_states, to_state) -> bool:
@@ -69,7 +70,7 @@ class DjangoStore:
                 row = m.Candidate.objects.create(
                     run_id=run_id, generation=generation, key=key, params=draft.params, agent=draft.agent,
                     rationale=draft.rationale[:500], source=source, parents=list(draft.parents),
-                    diff=unified_diff(parent, source, draft.params))
+                    diff=unified_diff(parent, source, draft.params), meta=draft.meta or {})
         except IntegrityError:
             return None
         return candidate_from(row)
@@ -89,6 +90,11 @@ class DjangoStore:
                     defaults={"status": result.status, "outcome": outcome, "worker": "in-process",
                               "finished_at": timezone.now()})
         return bool(done)
+
+    def outcome(self, candidate_id):
+        ev = (m.Evaluation.objects.filter(candidate_id=candidate_id, finished_at__isnull=False)
+              .order_by("-attempt").first())
+        return ev.outcome if ev else None
 
     def cached_result(self, cache_key):
         row = m.ResultCache.objects.filter(cache_key=cache_key).first()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 from kernels.spec import DesignSpace, Shape, Template, Workload
 from swarm.types import Candidate, CandidateDraft, Goal, Lesson, candidate_key
@@ -23,6 +23,10 @@ class Context:
     generation: int
     seen: set = field(default_factory=set)   # keys already proposed in this run
     notes: list = field(default_factory=list)  # free-text guidance
+    run_id: int = 0
+    llm: object = None                         # the run's LLMSession, or why there is none (str)
+    emit: Callable = field(default=lambda kind, **data: None)   # typed events of the run
+    outcome: Callable = field(default=lambda candidate_id: None)  # stored evaluation (JSON) or None
 
     def legal(self, params: dict) -> bool:
         return not self.space.violations(params, self.shapes)
@@ -35,6 +39,15 @@ class Context:
 
     def fresh(self, params: dict) -> bool:
         return self.legal(params) and self.is_new(params)
+
+    def draft_key(self, draft: CandidateDraft) -> str:
+        """A draft with its own source (an LLM rewrite) is keyed by that source."""
+        if draft.source is None:
+            return self.key_of(draft.params)
+        return candidate_key(draft.source, draft.params)
+
+    def fresh_draft(self, draft: CandidateDraft) -> bool:
+        return self.legal(draft.params) and self.draft_key(draft) not in self.seen
 
 
 class Agent(Protocol):

@@ -9,6 +9,7 @@ from swarm import registry
 from swarm.agents.base import Context
 from swarm.types import Candidate, Goal, Lesson, candidate_key
 from tests.swarm.fakes import landscape
+from tests.swarm.llm_fakes import TWO_PASS, Answer, ScriptedClient, fenced
 
 WL = workloads.get("softmax")
 TPL = WL.template("cpu")
@@ -34,21 +35,35 @@ LESSON = Lesson(kind="best_config", workload="softmax", target="cpu", fingerprin
                                "score": 5.0}, id=1)
 
 
-@pytest.mark.parametrize("name", list(registry.AGENTS))
+# Agents that write lessons instead of proposing kernels (llm_analyst) are tested in test_llm_analyst.py.
+PROPOSERS = [n for n in registry.AGENTS if not hasattr(registry.get(n), "reflect")]
+
+
+def with_model(ctx, name):
+    """Model-backed agents get a session whose scripted model answers with a real rewrite."""
+    if getattr(registry.get(name), "needs_model", False):
+        from swarm.llm.config import LLMConfig
+        from swarm.llm.session import LLMSession
+        rewrite = fenced(TWO_PASS.replace("float inv = 1.0f / s;", "const float inv = 1.0f / s;"))
+        ctx.llm = LLMSession(LLMConfig(provider="openai", model="scripted"), client=ScriptedClient([Answer(rewrite)]))
+    return ctx
+
+
+@pytest.mark.parametrize("name", PROPOSERS)
 def test_every_agent_proposes_legal_fresh_explained_drafts(name):
     agent = registry.get(name)
-    ctx = make_ctx(lessons=[LESSON])
+    ctx = with_model(make_ctx(lessons=[LESSON]), name)
     assert agent.cannot_act(ctx) is None
     drafts = agent.propose(ctx, 4)
     assert 1 <= len(drafts) <= 4
     for d in drafts:
         assert d.agent == name and d.rationale.strip()
         assert ctx.legal(d.params), d.params
-        assert ctx.is_new(d.params)
-    assert len({tuple(sorted(d.params.items())) for d in drafts}) == len(drafts)
+        assert ctx.fresh_draft(d)
+    assert len({ctx.draft_key(d) for d in drafts}) == len(drafts)
 
 
-@pytest.mark.parametrize("name", ["mutator", "crossover", "seeded"])
+@pytest.mark.parametrize("name", ["mutator", "crossover", "seeded", "llm_coder", "llm_analyst"])
 def test_an_agent_that_cannot_act_says_why_and_proposes_nothing(name):
     agent = registry.get(name)
     ctx = make_ctx(history_size=0)

@@ -35,7 +35,7 @@ class Status:
 
 class _Server:
     def __init__(self, script):
-        self.script = list(script)
+        self.script = list(script) if not callable(script) else [script]
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         server = self
@@ -68,14 +68,16 @@ class _Server:
     def port(self) -> int:
         return self.httpd.server_address[1]
 
-    def next_step(self):
+    def next_step(self, body=None):
         with self.lock:
+            if callable(self.script[0]):         # a responder: the step depends on the request
+                return self.script[0](body or {})
             return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
     def _reply(self, h, method, body):
         with self.lock:
             self.requests.append({"method": method, "path": h.path, "headers": dict(h.headers), "json": body})
-        step = self.next_step()
+        step = self.next_step(body)
         if isinstance(step, Status):
             payload = json.dumps(self.error_body(step)).encode()
             h.send_response(step.code)
@@ -199,3 +201,8 @@ EDIT_NOT_APPLYING = """<<<<<<< SEARCH
 
 WRONG_ENTRY = fenced(TWO_PASS.replace("void kernel(", "void softmax_kernel("), "Renamed for clarity.")
 GARBAGE = "I am sorry, I cannot help with kernels today. Have a nice day!"
+
+
+def system_text(body: dict) -> str:
+    """The system message of a chat request (both protocols carry ``messages``)."""
+    return next((m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system"), "")

@@ -620,6 +620,8 @@ def _share(workdir: Path) -> None:
     os.chmod(workdir, 0o777)
     for p in workdir.iterdir():
         st = p.lstat()
-        if st.st_nlink > 1:
+        if st.st_nlink > 1 or st.st_uid != os.geteuid():
+            # Files an earlier child made (its outputs, CuPy's cache) stay as that child left
+            # them: made read-only, the sanity re-check's child could not write its outputs.
             continue
         os.chmod(p, 0o444 if p.is_file() else 0o777)

@@ -66,3 +66,21 @@ def test_every_shape_sees_every_distribution_even_with_more_distributions_than_s
     for shape in {c.shape for c in cases}:
         assert {c.distribution for c in cases if c.shape == shape} == set(wl6.distributions)
         assert len({c.seed for c in cases if c.shape == shape}) >= 5
+
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="only root shares the folder with an unprivileged child")
+def test_sharing_the_folder_again_leaves_what_an_earlier_child_wrote_writable_for_the_next(tmp_path):
+    """The sanity re-check runs a second benchmark child in the same folder; the CUDA child
+    writes its outputs after dropping to nobody, so a first child's out_timing_y.npy made
+    read-only by the second _share stopped the re-check (seen on an H200: PermissionError)."""
+    import os
+    from kernels.harness.evaluator import _share
+    mine, childs = tmp_path / "in_c0_x.npy", tmp_path / "out_timing_y.npy"
+    mine.write_bytes(b"x")
+    childs.write_bytes(b"y")
+    os.chown(childs, 65534, 65534)
+    os.chmod(childs, 0o644)
+    _share(tmp_path)
+    assert mine.stat().st_mode & 0o777 == 0o444
+    assert childs.stat().st_mode & 0o777 == 0o644

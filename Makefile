@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test setup migrate bench-harness clean
+.PHONY: run test setup migrate bench bench-harness clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ run: migrate
 
 test: setup
 	$(PY) -m pytest
+
+bench: setup
+	$(PY) manage.py bench $(BENCH_ARGS)
 
 bench-harness: setup
 	$(PY) bench/harness_speed.py

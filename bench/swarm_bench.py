@@ -25,7 +25,6 @@ import argparse
 import datetime
 import json
 import platform
-import random
 import statistics
 import sys
 import time
@@ -34,101 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernels import workloads  # noqa: E402
-from kernels.harness.evaluator import EvalSettings, Evaluator  # noqa: E402
+from bench.measure import Table, evals_to  # noqa: E402  (shared with manage.py bench)
+from bench.searchers import random_run, swarm_run  # noqa: E402
 from kernels.harness.roofline import measure_cpu  # noqa: E402
 from kernels.targets.cpu import cpu_fingerprint  # noqa: E402
-from swarm.events import ListSink  # noqa: E402
-from swarm.generation import Engine  # noqa: E402
 from swarm.knowledge import InMemoryKnowledge  # noqa: E402
-from swarm.store import InMemoryStore  # noqa: E402
-from swarm.types import Budget, Goal, Result  # noqa: E402
-
-
-class Table:
-    """Measured once, replayed for everyone: (shape, params) → Result (+ the full outcome)."""
-
-    def __init__(self, workload: str, min_calls: int):
-        self.workload = workload
-        self.rows: dict[str, dict] = {}
-        self.evaluator_calls = 0
-        self.min_calls = min_calls
-        self.started = time.monotonic()
-
-    def key(self, shape: str, params: dict) -> str:
-        return shape + "|" + json.dumps(params, sort_keys=True)
-
-    def measure(self, shape: str, source: str, params: dict) -> Result:
-        k = self.key(shape, params)
-        if k not in self.rows:
-            wl = workloads.get(self.workload)
-            ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(shape), min_calls=self.min_calls))
-            out = ev.evaluate(source, params, wl, "cpu")
-            self.evaluator_calls += 1
-            res = Result.from_outcome(out)
-            sanity = out.stage("sanity")
-            self.rows[k] = {"shape": shape, "params": params, "result": res.to_json(),
-                            "timings": {n: {kk: t[kk] for kk in ("median_ms", "iqr_ms", "min_ms", "n")}
-                                        for n, t in out.timings.items()},
-                            "roofline": {kk: v for kk, v in (sanity.details if sanity else {}).items()
-                                         if kk.startswith(("achieved", "pct"))}}
-            tag = f"{res.status} {res.score:.2f}x" if res.ok else res.status
-            print(f"    measured #{self.evaluator_calls:<4} {shape} {params} → {tag}"
-                  f"   [{time.monotonic() - self.started:6.0f}s]", flush=True)
-        return Result(**self.rows[k]["result"])
-
-
-class TableExecutor:
-    def __init__(self, table: Table):
-        self.table = table
-
-    def evaluate(self, goal, candidates):
-        shape = goal.shapes[0]
-        for c in candidates:
-            yield c.id, self.table.measure(shape, c.source, c.params), None
-
-
-def swarm_run(table, shape, budget, seed, knowledge, cold) -> list[float]:
-    """Best-so-far score after each evaluation."""
-    store = InMemoryStore()
-    eng = Engine(store, TableExecutor(table), knowledge, ListSink(), fingerprint="bench")
-    goal = Goal(workload=table.workload, shapes=[shape], seed=seed, cold=cold, population=8,
-                budget=Budget(evaluations=budget, stagnation_generations=None))
-    rid = eng.start(goal)
-    eng.run(rid)
-    return best_so_far([c.score for c in sorted(store.candidates(rid), key=lambda c: c.id)])
-
-
-def random_run(table, shape, budget, seed) -> list[float]:
-    wl = workloads.get(table.workload)
-    tpl = wl.template("cpu")
-    rng = random.Random(f"random:{seed}")
-    shp = wl.shape_from_text(shape)
-    seen, scores = set(), []
-    tries = 0
-    while len(scores) < budget and tries < budget * 200:
-        tries += 1
-        p = tpl.space.sample(rng, [shp])
-        if p is None:
-            break
-        k = json.dumps(p, sort_keys=True)
-        if k in seen:
-            continue
-        seen.add(k)
-        scores.append(table.measure(shape, tpl.source(tpl.variant_of(p)), p).score)
-    return best_so_far(scores)
-
-
-def best_so_far(scores):
-    out, best = [], 0.0
-    for s in scores:
-        best = max(best, s)
-        out.append(best)
-    return out
-
-
-def evals_to(curve, target):
-    return next((i + 1 for i, v in enumerate(curve) if v >= target), None)
 
 
 def main():

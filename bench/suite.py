@@ -1,0 +1,303 @@
+"""One benchmark run, side by side: kernels vs their baselines and the roofline, and the
+swarm vs its peer searchers at equal evaluation budgets. ``run(plan)`` returns the result
+as JSON-ready data; ``bench.report`` turns it into docs/benchmarks.md and the HTML report.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from bench import gpu, kernels_vs, searchers, targets
+from bench.measure import Table, best_so_far, evals_to
+from kernels import workloads
+from kernels.harness.roofline import measure_cpu
+from kernels.targets.cpu import cpu_fingerprint
+from swarm.knowledge import InMemoryKnowledge
+
+# (search shape, [kernel shapes]) per workload. Full: the shapes of the swarm issue's targets.
+FULL_SHAPES = {
+    "softmax": ("4096x4096", ["4096x4096"]),
+    "rmsnorm": ("4096x4096", ["4096x4096"]),
+    "layernorm": ("4096x4096", ["4096x4096"]),
+    "matmul": ("1024x1024x1024", ["1024x1024x1024", "2048x2048x2048"]),
+    "kda": ("1x1024x4x64x64", ["1x1024x4x64x64"]),
+}
+QUICK_SHAPES = {
+    "softmax": ("256x2048", ["256x2048"]),
+    "rmsnorm": ("256x2048", ["256x2048"]),
+    "layernorm": ("256x2048", ["256x2048"]),
+    "matmul": ("256x256x256", ["256x256x256"]),
+    "kda": ("1x256x2x64x64", ["1x256x2x64x64"]),
+}
+
+
+@dataclass
+class Plan:
+    quick: bool = False
+    workloads: list = field(default_factory=lambda: list(workloads.names()))
+    budgets: list = field(default_factory=lambda: [25, 50, 100])
+    seeds: int = 3
+    sessions: int = 3                 # kernel comparisons: harness sessions per kernel
+    min_calls: int = 20               # timed calls per implementation per measurement
+    searchers: list = field(default_factory=lambda: list(searchers.SEARCHERS))
+    shapes: dict = field(default_factory=dict)       # workload -> (search shape, [kernel shapes])
+    compile_baseline: bool = True     # torch.compile in the kernel comparison
+    gpu: bool = True
+    deadline_minutes: float = 85.0    # past this, remaining tasks are skipped (and reported)
+    command: str = ""
+
+    @classmethod
+    def make(cls, quick: bool, **over) -> "Plan":
+        base = (dict(budgets=[8, 16], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
+                     shapes=dict(QUICK_SHAPES)) if quick else dict(shapes=dict(FULL_SHAPES)))
+        base.update({k: v for k, v in over.items() if v is not None})
+        return cls(quick=quick, **base)
+
+
+class Clock:
+    def __init__(self, minutes: float):
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + 60 * minutes
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.t0
+
+    def out(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+class Progress:
+    """A one-line progress bar on a stream (a line per task when it is not a terminal)."""
+
+    def __init__(self, stream, total: int, clock: Clock):
+        self.stream, self.total, self.clock = stream, max(total, 1), clock
+        self.done, self.label, self.measured = 0, "", 0
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def task(self, label: str) -> None:
+        self.label = label
+        self._draw(newline=not self.tty)
+
+    def finished(self) -> None:
+        self.done += 1
+        if self.tty:
+            self._draw(newline=False)
+
+    def measured_one(self, *_a, **_k) -> None:
+        self.measured += 1
+        if self.tty:
+            self._draw(newline=False)
+
+    def close(self) -> None:
+        self._draw(newline=True)
+
+    def _draw(self, newline: bool) -> None:
+        width = 28
+        filled = min(width, int(width * self.done / self.total))
+        elapsed = self.clock.seconds()
+        eta = f" · ~{elapsed / self.done * (self.total - self.done) / 60:4.1f} min left" if self.done else ""
+        line = (f"[{'█' * filled}{'·' * (width - filled)}] {self.done}/{self.total} · {self.label[:48]:<48} · "
+                f"{self.measured} measured · {elapsed / 60:4.1f} min{eta}")
+        self.stream.write(("\r" + line + "\033[K") if self.tty else line)
+        if newline:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def host_info() -> dict:
+    import numpy
+    versions = {"python": platform.python_version(), "numpy": numpy.__version__}
+    for mod in ("torch", "kernel_tuner", "optuna"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception as exc:  # reported, not fatal
+            versions[mod] = f"unavailable: {type(exc).__name__}"
+    load = os.getloadavg()
+    fp = cpu_fingerprint()
+    return {"hostname": platform.node() or "host", "fingerprint": fp, "kernel": platform.release(),
+            "versions": versions, "load_average_at_start": [round(x, 2) for x in load],
+            "shared_or_noisy": load[0] > 0.5 * (fp.get("cores") or os.cpu_count() or 1),
+            "openblas_env_of_bench_process": {v: os.environ.get(v) for v in kernels_vs.OPENBLAS_VARS}}
+
+
+def _stats(values: list) -> dict:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return {"median": None, "min": None, "max": None, "per_seed": values}
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "per_seed": values}
+
+
+def _at(curve: list, budget: int):
+    return curve[min(budget, len(curve)) - 1] if curve else 0.0
+
+
+def _tasks(plan: Plan) -> int:
+    n = 1 + (1 if plan.gpu else 0)
+    for w in plan.workloads:
+        once = sum(1 for s in plan.searchers if not s.startswith("kt_"))
+        kt = sum(len(plan.budgets) for s in plan.searchers if s.startswith("kt_"))
+        n += plan.seeds * (once + kt) + plan.sessions * len(plan.shapes[w][1])
+    return n
+
+
+def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: Progress, clock: Clock) -> dict:
+    """Every searcher at every budget over every seed, on the shared table."""
+    top = max(plan.budgets)
+    out = {"shape": shape, "space_size": workloads.get(wname).template("cpu").space.size(),
+           "budgets": plan.budgets, "seeds": plan.seeds, "searchers": {}}
+    cold_knowledge: dict[int, InMemoryKnowledge] = {}
+    order = sorted(plan.searchers, key=lambda s: (s != "swarm_cold", s))   # teachers first
+    for name in order:
+        entry = {"description": searchers.SEARCHERS[name], "status": "ok", "runs": {}, "best_by_budget": {}}
+        out["searchers"][name] = entry
+        budgets_to_run = plan.budgets if name.startswith("kt_") else [top]
+        for seed in range(plan.seeds):
+            for budget in budgets_to_run:
+                progress.task(f"{wname}: {name} seed {seed} budget {budget}")
+                if clock.out():
+                    entry["status"] = "partly skipped: the run's time limit was reached"
+                    progress.finished()
+                    continue
+                teacher = None
+                if name == "swarm_warm":
+                    teacher = cold_knowledge.get((seed + 1) % plan.seeds) or cold_knowledge.get(seed)
+                try:
+                    if name == "swarm_cold":
+                        kn = InMemoryKnowledge()
+                        trace = searchers.swarm_trace(table, shape, budget, seed, kn, cold=True)
+                        cold_knowledge[seed] = kn
+                    else:
+                        trace = searchers.run_searcher(name, table, shape, budget, seed, teacher=teacher)
+                except searchers.NotRunnable as exc:
+                    entry["status"] = str(exc)
+                    progress.finished()
+                    break
+                curve = best_so_far([s for _, s in trace])
+                if budget == top:
+                    entry["runs"][str(seed)] = {"trace": [[p, s] for p, s in trace], "curve": curve}
+                if name.startswith("kt_"):
+                    entry["best_by_budget"].setdefault(str(budget), {})[str(seed)] = _at(curve, budget)
+                else:
+                    for b in plan.budgets:
+                        entry["best_by_budget"].setdefault(str(b), {})[str(seed)] = _at(curve, b)
+                progress.finished()
+            if entry["status"].startswith("not run"):
+                break
+    best_row = table.best(shape)
+    best_known = best_row["result"]["score"] if best_row else 0.0
+    out["best_known"] = {"score": best_known, "params": best_row["params"] if best_row else None}
+    out["target_95pct"] = 0.95 * best_known
+    out["distinct_points_measured"] = sum(1 for r in table.rows.values() if r["shape"] == shape)
+    for name, entry in out["searchers"].items():
+        entry["at_budget"] = {b: _stats([entry["best_by_budget"].get(b, {}).get(str(s)) for s in range(plan.seeds)])
+                              for b in map(str, plan.budgets)}
+        e95 = {seed: evals_to(r["curve"], out["target_95pct"]) for seed, r in entry["runs"].items()}
+        entry["evals_to_95pct"] = e95
+        vals = [v if v is not None else float("inf") for v in e95.values()]
+        entry["median_evals_to_95pct"] = statistics.median(vals) if vals else None
+        if entry["median_evals_to_95pct"] == float("inf"):
+            entry["median_evals_to_95pct"] = None   # not reached within the budget (JSON has no inf)
+    # Self-improvement: the warm run of seed s learned from the cold run of seed s+1.
+    cold, warm = out["searchers"].get("swarm_cold"), out["searchers"].get("swarm_warm")
+    if cold and warm and cold["runs"] and warm["runs"]:
+        rows = []
+        for seed, w in warm["runs"].items():
+            teacher_seed = str((int(seed) + 1) % plan.seeds)
+            t = cold["runs"].get(teacher_seed) or cold["runs"].get(seed)
+            c = cold["runs"].get(seed)
+            if not (t and c and t["curve"]):
+                continue
+            goal = t["curve"][-1]
+            rows.append({"seed": int(seed), "teacher_seed": int(teacher_seed), "teacher_best": goal,
+                         "warm_evals": evals_to(w["curve"], goal), "cold_evals": evals_to(c["curve"], goal)})
+        out["self_improvement"] = rows
+    return out
+
+
+def swarm_best(search: dict) -> tuple[dict, float] | None:
+    cold = search["searchers"].get("swarm_cold") or {}
+    pts = [(p, s) for r in cold.get("runs", {}).values() for p, s in r["trace"]]
+    if not pts:
+        return None
+    p, s = max(pts, key=lambda t: t[1])
+    return (p, s) if s > 0 else None
+
+
+def library_champion(workload: str, target: str = "cpu"):
+    """The hook for the kernel library: ``kernels.library.champion(workload, target)`` →
+    ``(source, params)`` or None. Until the library exists, the swarm's best is used."""
+    try:
+        from kernels import library  # noqa: F401  (a later issue)
+    except ImportError:
+        return None
+    fn = getattr(library, "champion", None)
+    return fn(workload, target) if fn else None
+
+
+def run(plan: Plan, stream=sys.stderr) -> dict:
+    clock = Clock(plan.deadline_minutes)
+    progress = Progress(stream, _tasks(plan), clock)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    result = {"benchmark": "peers", "schema": 1, "command": plan.command,
+              "date": started.isoformat(timespec="seconds"), "host": host_info(),
+              "plan": asdict(plan), "searchers": searchers.SEARCHERS, "kernels": {}, "search": {},
+              "skipped": []}
+    progress.task("roofline: STREAM copy/triad and FMA peak")
+    t0 = time.monotonic()
+    ceilings = measure_cpu()
+    ceilings["seconds"] = round(time.monotonic() - t0, 2)
+    result["roofline"] = ceilings
+    progress.finished()
+    tables = {}
+    for wname in plan.workloads:
+        search_shape, kernel_shapes = plan.shapes[wname]
+        table = Table(wname, plan.min_calls, log=progress.measured_one)
+        tables[wname] = table
+        result["search"][wname] = search_section(wname, table, search_shape, plan, progress, clock)
+        champion = library_champion(wname)
+        wl = workloads.get(wname)
+        tpl = wl.template("cpu")
+        if champion:
+            source, params = champion
+            origin = "library champion"
+        else:
+            best = swarm_best(result["search"][wname])
+            source, params = (tpl.source(tpl.variant_of(best[0])), best[0]) if best else (None, None)
+            origin = (f"the swarm's best (cold runs, budget {max(plan.budgets)}, {plan.seeds} seeds) "
+                      f"at {search_shape}")
+        entries = {}
+        for shape in kernel_shapes:
+            if source is None:
+                entries[shape] = {"status": "no correct kernel found by the swarm", "shape": shape}
+                for _ in range(plan.sessions):
+                    progress.finished()
+                continue
+            if clock.out():
+                entries[shape] = {"status": "skipped: the run's time limit was reached", "shape": shape}
+                result["skipped"].append(f"kernels {wname} {shape}")
+                for _ in range(plan.sessions):
+                    progress.finished()
+                continue
+            progress.task(f"{wname}: kernel vs baselines at {shape}")
+            entries[shape] = kernels_vs.compare(
+                wname, shape, source, params, sessions=plan.sessions, min_calls=plan.min_calls,
+                ceilings=ceilings, compile_baseline=plan.compile_baseline,
+                on_session=lambda i, out: progress.finished())
+            entries[shape]["origin"] = origin
+        result["kernels"][wname] = entries
+    if plan.gpu:
+        progress.task("GPU section")
+        result["gpu"] = gpu.section(quick=plan.quick, workload_names=plan.workloads, clock=clock)
+        progress.finished()
+    else:
+        result["gpu"] = {"ran": False, "why": "not asked for (--no-gpu)"}
+    progress.close()
+    result["targets"] = targets.assess(result)
+    result["seconds"] = round(clock.seconds(), 1)
+    result["table"] = {w: list(t.rows.values()) for w, t in tables.items()}
+    return result

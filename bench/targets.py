@@ -1,0 +1,123 @@
+"""The targets of the swarm issue (#3) and the peers issue (#7), assessed from a result.
+``met`` is True/False where the figure was measured as the target states it, None where
+it was not (e.g. a quick run's smaller shape), with the reason in ``note``."""
+from __future__ import annotations
+
+import statistics
+
+PEERS = ("kt_bayes_opt", "kt_genetic_algorithm", "optuna_tpe", "random")
+NOISE = 0.03   # ratios within 3% are within this harness's run-to-run spread
+
+
+def _kernel(result, wl, shape):
+    return (result.get("kernels", {}).get(wl) or {}).get(shape)
+
+
+def _ratio_target(out, result, wl, shape, kind, threshold, label):
+    k = _kernel(result, wl, shape)
+    measured_at = next(iter(result.get("kernels", {}).get(wl) or {}), None)
+    row = {"issue": 3, "workload": wl, "text": f"{wl} {shape}: {label} >= {threshold:g}x",
+           "threshold": threshold, "measured": None, "met": None, "note": ""}
+    if k is None or k.get("status") != "ok":
+        if k is None and measured_at:
+            k2 = _kernel(result, wl, measured_at)
+            val = ((k2 or {}).get("by_kind", {}).get(kind) or {}).get("ratio_median")
+            row["measured"] = val
+            row["note"] = f"measured at {measured_at}, not at {shape} (indicative only)"
+        else:
+            row["note"] = "not measured" if k is None else f"kernel {k.get('status')}"
+        out.append(row)
+        return
+    b = k.get("by_kind", {}).get(kind)
+    if not b:
+        row["note"] = f"no {kind} baseline measured"
+    else:
+        row["measured"] = b["ratio_median"]
+        row["met"] = b["ratio_median"] >= threshold
+        row["note"] = f"vs {b['name']}, sessions range {b['ratio_min']:.2f}–{b['ratio_max']:.2f}x"
+    out.append(row)
+
+
+def _bandwidth_target(out, result, wl, shape, threshold_pct):
+    k = _kernel(result, wl, shape)
+    row = {"issue": 3, "workload": wl, "text": f"{wl} {shape}: >= {threshold_pct:g}% of STREAM copy bandwidth",
+           "threshold": threshold_pct, "measured": None, "met": None, "note": ""}
+    src = k
+    if k is None:
+        measured_at = next(iter(result.get("kernels", {}).get(wl) or {}), None)
+        src = _kernel(result, wl, measured_at) if measured_at else None
+        row["note"] = f"measured at {measured_at}, not at {shape} (indicative only)" if src else "not measured"
+    if src and src.get("status") == "ok":
+        row["measured"] = src["candidate"]["roofline"].get("pct_of_copy_bandwidth")
+        if k is not None and row["measured"] is not None:
+            row["met"] = row["measured"] >= threshold_pct
+            row["note"] = f"copy bandwidth {result['roofline'].get('copy_gbs', 0):.1f} GB/s measured in this run"
+    out.append(row)
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def assess(result: dict) -> list[dict]:
+    out: list[dict] = []
+    for wl in ("softmax", "rmsnorm"):
+        if wl in result.get("kernels", {}):
+            _ratio_target(out, result, wl, "4096x4096", "numpy", 8.0, "NumPy")
+            _ratio_target(out, result, wl, "4096x4096", "torch_eager", 1.3, "torch eager (preallocated output)")
+            _bandwidth_target(out, result, wl, "4096x4096", 80.0)
+    if "matmul" in result.get("kernels", {}):
+        for shape in ("1024x1024x1024", "2048x2048x2048"):
+            _ratio_target(out, result, "matmul", shape, "numpy", 0.9, "OpenBLAS (native kernel, via NumPy)")
+    if "kda" in result.get("kernels", {}):
+        _ratio_target(out, result, "kda", "1x1024x4x64x64", "torch_best", 2.0,
+                      "the best torch CPU implementation (recurrent/chunked, eager/compiled)")
+    for wl, s in result.get("search", {}).items():
+        sw, rnd = s["searchers"].get("swarm_cold"), s["searchers"].get("random")
+        if sw and rnd:
+            a, b = sw.get("median_evals_to_95pct"), rnd.get("median_evals_to_95pct")
+            row = {"issue": 3, "workload": wl, "threshold": 1 / 3, "met": None,
+                   "text": f"{wl}: swarm reaches 95% of the best-known in <= 1/3 of random search's evaluations",
+                   "measured": (a / b) if a and b else None,
+                   "note": f"median evaluations to 95%: swarm {a}, random {b} (None: not within the budget)"}
+            if a is not None and b is not None:
+                row["met"] = a / b <= 1 / 3
+            elif a is not None and b is None:
+                row["met"] = True
+                row["note"] += "; random search never got there"
+            out.append(row)
+        si = s.get("self_improvement")
+        if si:
+            # A cold run that never got there needed more than its whole budget (an upper bound).
+            budget = max(s["budgets"])
+            ratios = [None if not r["warm_evals"] else r["warm_evals"] / (r["cold_evals"] or budget + 1)
+                      for r in si]
+            med = _median(ratios)
+            out.append({"issue": 3, "workload": wl, "threshold": 0.25, "measured": med,
+                        "met": None if med is None else med <= 0.25,
+                        "text": f"{wl}: a run with lessons reaches the earlier run's best in <= 25% of a cold run's evaluations",
+                        "note": "warm/cold evaluations per seed: " + ", ".join(
+                            f"{r['warm_evals'] or 'never'}/{r['cold_evals'] or f'>{budget}'}" for r in si)})
+        if sw:
+            behind = []
+            for b, st in sw["at_budget"].items():
+                mine = st["median"]
+                for peer in PEERS:
+                    p = s["searchers"].get(peer)
+                    if not p or p["status"].startswith("not run"):
+                        continue
+                    theirs = p["at_budget"].get(b, {}).get("median")
+                    if mine is not None and theirs is not None and mine < theirs:
+                        behind.append({"budget": int(b), "peer": peer, "swarm": mine, "peer_best": theirs,
+                                       "gap_pct": 100 * (theirs - mine) / theirs,
+                                       "within_noise": (theirs - mine) / theirs <= NOISE})
+            out.append({"issue": 7, "workload": wl, "threshold": None, "measured": len(behind),
+                        "met": not behind,
+                        "text": f"{wl}: swarm (cold) ahead of or level with every peer at every budget "
+                                f"(median over seeds)",
+                        "behind": behind,
+                        "note": "; ".join(f"behind {x['peer']} at {x['budget']} by {x['gap_pct']:.1f}%"
+                                          + (" (within noise)" if x["within_noise"] else "") for x in behind)
+                        or "never behind"})
+    return out

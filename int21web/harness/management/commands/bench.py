@@ -1,0 +1,122 @@
+"""python manage.py bench [--quick] [--workload W ...] [--budgets 25,50,100] [--seeds N] [--json]
+
+The factory against its peers, measured side by side in one run (see docs/benchmarks.md):
+kernels vs NumPy/OpenBLAS, torch eager, torch.compile and the roofline; the swarm vs
+Kernel Tuner, Optuna TPE and random search at equal evaluation budgets. Writes
+bench/results/<date>-<host>[-quick].json and .html, and docs/benchmarks.md."""
+import datetime
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from bench import report, searchers, suite
+from kernels import workloads
+from kernels.spec import SpecError
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise CommandError(f"expected comma-separated integers, got {text!r}", returncode=2)
+    if not values or values[0] < 1:
+        raise CommandError(f"budgets must be >= 1, got {text!r}", returncode=2)
+    return values
+
+
+class Command(BaseCommand):
+    help = ("Benchmark the factory against its peers in one run: kernels vs NumPy/OpenBLAS, torch eager, "
+            "torch.compile and the roofline; the swarm vs Kernel Tuner, Optuna TPE and random search at equal "
+            "budgets. Writes a JSON result, an HTML report and docs/benchmarks.md.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--quick", action="store_true", help="small shapes and budgets (under 10 minutes)")
+        parser.add_argument("--workload", action="append", default=None, help="repeatable; default: all")
+        parser.add_argument("--budgets", help="evaluation budgets, e.g. 25,50,100,200")
+        parser.add_argument("--seeds", type=int, help="seeds per searcher (default 3)")
+        parser.add_argument("--shape", action="append", default=[], metavar="W=SEARCH[:KERNEL,...]",
+                            help="shapes for a workload, e.g. softmax=4096x2048 or matmul=512x512x512:1024x1024x1024")
+        parser.add_argument("--searchers", help=f"comma-separated, from {','.join(searchers.SEARCHERS)}")
+        parser.add_argument("--sessions", type=int, help="harness sessions per kernel comparison")
+        parser.add_argument("--min-calls", type=int, help="timed calls per implementation per measurement")
+        parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out of the kernel tables")
+        parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
+        parser.add_argument("--deadline-minutes", type=float, help="skip (and report) tasks past this")
+        parser.add_argument("--out", default=None, help="folder for the JSON and HTML (default bench/results)")
+        parser.add_argument("--docs", default=None, help="markdown page to write (default docs/benchmarks.md; - for none)")
+        parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+
+    def handle(self, *args, **o):
+        root = Path(settings.BASE_DIR)
+        names = o["workload"] or workloads.names()
+        try:
+            for n in names:
+                workloads.get(n)
+        except SpecError as exc:
+            raise CommandError(str(exc), returncode=2)
+        chosen = None
+        if o["searchers"]:
+            chosen = [s.strip() for s in o["searchers"].split(",") if s.strip()]
+            unknown = [s for s in chosen if s not in searchers.SEARCHERS]
+            if unknown:
+                raise CommandError(f"unknown searcher(s) {unknown}; choose from {list(searchers.SEARCHERS)}",
+                                   returncode=2)
+        plan = suite.Plan.make(o["quick"], workloads=names, budgets=_ints(o["budgets"]) if o["budgets"] else None,
+                               seeds=o["seeds"], sessions=o["sessions"], min_calls=o["min_calls"],
+                               searchers=chosen, deadline_minutes=o["deadline_minutes"])
+        plan.compile_baseline = not o["no_compile"]
+        plan.gpu = not o["no_gpu"]
+        for spec in o["shape"]:
+            wl, sep, rest = spec.partition("=")
+            if not sep or wl not in names:
+                raise CommandError(f"--shape {spec!r}: expected W=SEARCH[:KERNEL,...] for a chosen workload",
+                                   returncode=2)
+            search, _, kernel = rest.partition(":")
+            try:
+                for s in [search] + kernel.split(","):
+                    if s:
+                        workloads.get(wl).shape_from_text(s)
+            except SpecError as exc:
+                raise CommandError(str(exc), returncode=2)
+            plan.shapes[wl] = (search, [s for s in kernel.split(",") if s] or [search])
+        plan.command = "python manage.py bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
+            if len(sys.argv) > 1 and sys.argv[1] == "bench" else "python manage.py bench " + " ".join(
+                shlex.quote(a) for a in _argv_from_options(o))
+        result = suite.run(plan, stream=sys.stderr)
+        out_dir = Path(o["out"]) if o["out"] else root / "bench" / "results"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"{datetime.date.today()}-{result['host']['hostname']}" + ("-quick" if plan.quick else "")
+        json_path, html_path = out_dir / f"{stem}.json", out_dir / f"{stem}.html"
+        md = report.markdown(result, html_name=html_path.name)
+        json_path.write_text(json.dumps(result, indent=1, default=str))
+        html_path.write_text(report.html_report(result, md))
+        docs = o["docs"] if o["docs"] is not None else str(root / "docs" / "benchmarks.md")
+        if docs != "-":
+            Path(docs).write_text(md)
+        if o["json"]:
+            sys.stdout.write(json.dumps({k: v for k, v in result.items() if k != "table"}, default=str) + "\n")
+            return
+        self.stdout.write(f"Wrote {json_path}, {html_path}" + ("" if docs == "-" else f" and {docs}"))
+        for t in result["targets"]:
+            mark = {True: "met", False: "NOT met", None: "not assessed"}[t["met"]]
+            self.stdout.write(f"  [{mark}] #{t['issue']} {t['text']}: {t['note']}")
+
+
+def _argv_from_options(o) -> list[str]:
+    """The command line that reproduces a call_command (tests, scripts)."""
+    argv = []
+    for key in ("quick", "no_compile", "no_gpu", "json"):
+        if o.get(key):
+            argv.append("--" + key.replace("_", "-"))
+    for w in o.get("workload") or []:
+        argv += ["--workload", w]
+    for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "deadline_minutes", "out", "docs"):
+        if o.get(key) is not None:
+            argv += ["--" + key.replace("_", "-"), str(o[key])]
+    for s in o.get("shape") or []:
+        argv += ["--shape", s]
+    return argv

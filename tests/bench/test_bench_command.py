@@ -1,0 +1,78 @@
+"""`manage.py bench --quick` on one tiny workload and shape with a tiny budget: the report's
+shape (keys, files, tables), never its numbers."""
+import json
+import re
+
+import pytest
+from django.core.management import CommandError, call_command
+
+
+@pytest.fixture(scope="module")
+def quick_bench(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    docs = out / "benchmarks.md"
+    call_command("bench", "--quick", "--workload", "softmax", "--shape", "softmax=32x256",
+                 "--budgets", "2,4", "--seeds", "2", "--sessions", "1", "--min-calls", "5",
+                 "--no-compile", "--out", str(out), "--docs", str(docs))
+    [json_path] = out.glob("*-quick.json")
+    return json.loads(json_path.read_text()), json_path, docs
+
+
+def test_it_writes_the_json_result_the_html_report_and_the_markdown_page(quick_bench):
+    result, json_path, docs = quick_bench
+    html = json_path.with_suffix(".html").read_text()
+    assert docs.read_text().startswith("# Benchmarks")
+    assert re.search(r"plotly\.js v\d", html)            # plotly.js embedded…
+    assert not re.search(r"<script[^>]*\ssrc=", html)      # …and nothing loaded from elsewhere
+    assert html.count('class="plotly-graph-div"') >= 3
+
+
+def test_the_result_states_the_host_the_command_and_the_roofline_measured_in_the_run(quick_bench):
+    result, _, _ = quick_bench
+    assert {"benchmark", "command", "date", "host", "plan", "roofline", "kernels", "search", "targets",
+            "gpu", "seconds", "table"} <= set(result)
+    assert result["command"].startswith("python manage.py bench --quick")
+    assert {"hostname", "fingerprint", "versions", "load_average_at_start",
+            "openblas_env_of_bench_process"} <= set(result["host"])
+    assert {"copy_gbs", "triad_gbs", "peak_gflops"} <= set(result["roofline"])
+
+
+def test_every_searcher_has_a_best_per_budget_and_seed(quick_bench):
+    result, _, _ = quick_bench
+    search = result["search"]["softmax"]
+    assert set(search["searchers"]) == {"swarm_cold", "swarm_warm", "kt_bayes_opt", "kt_genetic_algorithm",
+                                        "optuna_tpe", "random"}
+    for name, entry in search["searchers"].items():
+        assert entry["status"] == "ok", name
+        assert set(entry["at_budget"]) == {"2", "4"}
+        assert len(entry["at_budget"]["4"]["per_seed"]) == 2
+        assert set(entry["runs"]) == {"0", "1"}
+        assert "evals_to_95pct" in entry
+    assert search["distinct_points_measured"] >= 4
+
+
+def test_the_kernel_table_has_ratios_against_the_baselines_and_a_roofline_share(quick_bench):
+    result, _, _ = quick_bench
+    k = result["kernels"]["softmax"]["32x256"]
+    assert k["status"] == "ok"
+    assert {"numpy", "torch_eager"} <= set(k["by_kind"])
+    assert {"ratio_median", "ratio_min", "ratio_max"} <= set(k["by_kind"]["numpy"])
+    assert "pct_of_roofline" in k["candidate"]["roofline"]
+    assert k["environment_of_measurement"] == {"OPENBLAS_CORETYPE": None, "OPENBLAS_L2_SIZE": None}
+
+
+def test_targets_are_marked_and_the_gpu_section_says_why_it_did_not_run(quick_bench):
+    result, _, docs = quick_bench
+    assert all({"issue", "text", "met", "note"} <= set(t) for t in result["targets"])
+    assert any(t["issue"] == 7 for t in result["targets"])
+    md = docs.read_text()
+    for heading in ("## Targets", "## Kernels", "## Search", "## Where the swarm is not ahead", "## GPU"):
+        assert heading in md
+    assert "| swarm (cold) |" in md and "| Kernel Tuner bayes_opt |" in md
+    if not result["gpu"]["ran"]:
+        assert result["gpu"]["why"]
+
+
+def test_an_unknown_workload_is_refused():
+    with pytest.raises(CommandError, match="unknown workload"):
+        call_command("bench", "--workload", "nope", "--docs", "-")

@@ -4,6 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
+CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: run test setup migrate bench bench-harness clean
 
@@ -13,16 +14,22 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $(STAMP)
 
+# The browser tests drive Debian's Chromium (Playwright, executable_path); installed once.
+$(CHROMIUM):
+	@command -v apt-get >/dev/null && (apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)) || \
+	  echo "could not install Debian's chromium: the browser tests will be skipped"
+
 setup: $(STAMP)
 
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
 run: migrate
-	@echo "INT21 Kernel Factory at http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+	@if [ "$${DEBUG:-true}" != "false" ]; then $(PY) manage.py demo; fi
+	@PORT=$(PORT) $(PY) manage.py serve --port $(PORT)
 
-test: setup
+test: setup $(CHROMIUM)
 	$(PY) -m pytest
 
 bench: setup

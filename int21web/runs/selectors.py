@@ -15,3 +15,64 @@ def dashboard() -> dict:
     active = m.Run.objects.filter(state__in=["running", "paused"]).select_related("best", "goal").order_by("-id")
     recent = m.Run.objects.filter(state="finished").select_related("best", "goal").order_by("-updated_at")[:8]
     return {"active": [run_progress(r) for r in active], "recent": [run_progress(r) for r in recent]}
+
+
+def goals() -> list[dict]:
+    rows = m.Goal.objects.select_related("created_by").order_by("-id")
+    return [{"goal": g, "spec": g.spec, "runs": g.runs.count()} for g in rows]
+
+
+def goal_page(row: m.Goal) -> dict:
+    from int21web.runs.forms import editor_rows
+    spec = row.spec
+    return {"goal": row, "spec": spec, "space": editor_rows(spec["workload"], spec["target"], spec.get("space")),
+            "runs": [run_progress(r) for r in row.runs.select_related("best").order_by("-id")]}
+
+
+def runs() -> list[dict]:
+    return [run_progress(r) for r in m.Run.objects.select_related("goal", "best", "started_by").order_by("-id")[:200]]
+
+
+def run_page(run: m.Run) -> dict:
+    from kernels import workloads
+    wl = workloads.get(run.spec["workload"])
+    baselines = [b.name for b in wl.baselines.get(run.spec["target"], ()) if b.default]
+    live = None
+    try:
+        from int21web.fleet.selectors import live_worker_for   # the fleet registry, where installed
+        live = live_worker_for(run.spec["target"])
+    except ImportError:
+        pass
+    return {**run_progress(run), "baselines": baselines, "worker_status": live,
+            "guidance": run.guidance.select_related("author").order_by("id")}
+
+
+def _value(text: str):
+    text = (text or "").strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def directive_from(data) -> dict:
+    """A guidance form's fields as a directive (validated by the service)."""
+    op = data.get("op", "")
+    d: dict = {"op": op}
+    if op in ("pin", "forbid"):
+        d.update(param=data.get("param", "").strip(), value=_value(data.get("value", "")))
+    elif op == "narrow":
+        d.update(param=data.get("param", "").strip(),
+                 values=[_value(v) for v in data.get("value", "").split(",") if v.strip()])
+    elif op in ("favour", "mute"):
+        d["agent"] = data.get("agent", "").strip()
+    elif op == "target":
+        d["speedup"] = _value(data.get("value", ""))
+    elif op == "note":
+        d["text"] = data.get("text", "").strip()
+    if data.get("text", "").strip() and op != "note":
+        d["note"] = data["text"].strip()[:500]
+    return d

@@ -1,0 +1,173 @@
+"""The goal editor's form: scalar fields through a Django form, the design space as rows
+(``space-p-<i>-name|kind|low|high|step|choices`` and ``space-c-<i>-expr|message``) checked by
+``swarm.space.parse_space``; every error is keyed by the form field it belongs to."""
+from __future__ import annotations
+
+from django import forms
+
+from kernels import targets, workloads
+from kernels.spec import SpecError
+from swarm import registry
+from swarm.generation import GoalError, check_goal
+from swarm.space import SpaceError, parse_space
+from swarm.types import Budget, Goal
+
+DEFAULT_TEAM = ["explorer", "mutator", "crossover", "tuner", "variant", "seeded"]
+
+
+class GoalForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    workload = forms.ChoiceField(choices=[])
+    target = forms.ChoiceField(choices=[])
+    shapes = forms.CharField(required=False, help_text="shapes that count, comma-separated (the first is timed); "
+                                                       "empty: the workload's typical shape")
+    held_out = forms.CharField(required=False, help_text="checked before promotion, never searched on")
+    metric = forms.ChoiceField(choices=[("speedup", "speedup vs the strongest baseline"), ("time", "time")])
+    atol = forms.FloatField(required=False, min_value=0, help_text="empty: the workload's tolerance")
+    rtol = forms.FloatField(required=False, min_value=0)
+    evaluations = forms.IntegerField(min_value=1, max_value=10000, initial=50)
+    wall_seconds = forms.FloatField(required=False, min_value=1)
+    target_speedup = forms.FloatField(required=False, min_value=0.01)
+    stagnation = forms.IntegerField(required=False, min_value=1, max_value=1000, initial=10)
+    population = forms.IntegerField(min_value=1, max_value=64, initial=8)
+    team = forms.MultipleChoiceField(choices=[], widget=forms.CheckboxSelectMultiple)
+    seed = forms.IntegerField(initial=0, min_value=0)
+    cold = forms.BooleanField(required=False, help_text="ignore lessons of earlier runs")
+    required_approvals = forms.IntegerField(min_value=1, max_value=10, initial=1)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workload"].choices = [(n, n) for n in workloads.names()]
+        self.fields["target"].choices = [(n, n) for n in targets.names()]
+        self.fields["team"].choices = [(a, a) for a in registry.AGENTS]
+
+
+def _shapes(text: str) -> list[str]:
+    return [s.strip() for s in (text or "").replace(";", ",").split(",") if s.strip()]
+
+
+def space_rows(data) -> dict | None:
+    """The design-space rows of a POST as ``Goal.space`` JSON (None when the editor was not used)."""
+    if data.get("space-used") != "1":
+        return None
+    params, constraints = [], []
+    i = 0
+    while f"space-p-{i}-name" in data:
+        if data.get(f"space-p-{i}-name", "").strip():
+            row = {"name": data[f"space-p-{i}-name"].strip(), "kind": data.get(f"space-p-{i}-kind", "int")}
+            for key in ("low", "high", "step"):
+                if data.get(f"space-p-{i}-{key}", "").strip():
+                    row[key] = data[f"space-p-{i}-{key}"].strip()
+            if data.get(f"space-p-{i}-choices", "").strip():
+                row["choices"] = data[f"space-p-{i}-choices"]
+            params.append((i, row))
+        i += 1
+    i = 0
+    while f"space-c-{i}-expr" in data:
+        expr = data.get(f"space-c-{i}-expr", "").strip()
+        if expr:
+            constraints.append((i, {"expr": expr, "message": data.get(f"space-c-{i}-message", "").strip()}))
+        i += 1
+    return {"params": params, "constraints": constraints}
+
+
+def _space_field(err: SpaceError, rows: dict) -> str:
+    """``params.2.high`` (index among filled rows) → ``space-p-<row>-high`` (the form's row)."""
+    parts = err.field.split(".")
+    if parts[0] in ("params", "constraints") and len(parts) >= 2 and parts[1].isdigit():
+        kind = "p" if parts[0] == "params" else "c"
+        row = rows[parts[0]][int(parts[1])][0]
+        return f"space-{kind}-{row}-{parts[2] if len(parts) > 2 else ('name' if kind == 'p' else 'expr')}"
+    if parts == ["constraints"] and rows["constraints"]:
+        return f"space-c-{rows['constraints'][-1][0]}-expr"    # the impossible set: shown at the last one
+    return "space"
+
+
+def validate_goal(data) -> tuple[Goal | None, dict, dict]:
+    """(goal or None, errors {field: message}, info {space_size, …}) for a POSTed goal form."""
+    form = GoalForm(data)
+    errors: dict[str, str] = {}
+    info: dict = {}
+    if not form.is_valid():
+        errors.update({("goal" if k == "__all__" else k): " ".join(v) for k, v in form.errors.items()})
+    c = form.cleaned_data
+    workload, target = c.get("workload"), c.get("target")
+    if not workload or not target:
+        return None, errors, info
+    wl = workloads.get(workload)
+    try:
+        tpl = wl.template(target)
+    except SpecError as exc:
+        errors["target"] = str(exc)
+        return None, errors, info
+    shapes = []
+    for field in ("shapes", "held_out"):
+        for text in _shapes(data.get(field, "")):
+            try:
+                shape = wl.shape_from_text(text)
+            except SpecError as exc:
+                errors[field] = str(exc)
+                continue
+            if field == "shapes":
+                shapes.append(shape)
+    rows = space_rows(data)
+    space_json = None
+    if rows is not None:
+        space_json = {"params": [r for _, r in rows["params"]], "constraints": [r for _, r in rows["constraints"]]}
+        try:
+            space = parse_space(space_json, tpl.space, shapes or [wl.shapes.typical[0]],
+                                list(wl.shapes.typical[0].as_dict()))
+            info["space_size"] = space.size()
+        except SpaceError as exc:
+            errors[_space_field(exc, rows)] = exc.message
+    else:
+        info["space_size"] = tpl.space.size()
+    if errors:
+        return None, errors, info
+    tolerance = None
+    if c.get("atol") is not None or c.get("rtol") is not None:
+        tolerance = {"atol": c["atol"] if c.get("atol") is not None else wl.tolerance.atol,
+                     "rtol": c["rtol"] if c.get("rtol") is not None else wl.tolerance.rtol}
+    goal = Goal(workload=workload, target=target, shapes=_shapes(data.get("shapes", "")),
+                held_out=_shapes(data.get("held_out", "")), metric=c["metric"],
+                budget=Budget(evaluations=c["evaluations"], wall_seconds=c.get("wall_seconds"),
+                              target_speedup=c.get("target_speedup"), stagnation_generations=c.get("stagnation")),
+                team=list(c["team"]), population=c["population"], seed=c["seed"], cold=c["cold"],
+                tolerance=tolerance, space=space_json)
+    try:
+        check_goal(goal)
+    except GoalError as exc:
+        field, _, msg = str(exc).partition(": ")
+        errors[field.split(".")[0] if field.split(".")[0] in form.fields else "goal"] = msg or str(exc)
+        return None, errors, info
+    return goal, errors, info
+
+
+def initial_from(name: str, goal: Goal, required_approvals: int = 1) -> dict:
+    tol = goal.tolerance or {}
+    return {"name": name, "workload": goal.workload, "target": goal.target, "shapes": ", ".join(goal.shapes),
+            "held_out": ", ".join(goal.held_out), "metric": goal.metric, "atol": tol.get("atol"),
+            "rtol": tol.get("rtol"), "evaluations": goal.budget.evaluations, "wall_seconds": goal.budget.wall_seconds,
+            "target_speedup": goal.budget.target_speedup, "stagnation": goal.budget.stagnation_generations,
+            "population": goal.population, "team": goal.team, "seed": goal.seed, "cold": goal.cold,
+            "required_approvals": required_approvals}
+
+
+def editor_rows(workload: str, target: str, space: dict | None) -> dict:
+    """Rows for the design-space editor: the goal's own space, else the template's."""
+    try:
+        tpl = workloads.get(workload).template(target)
+    except SpecError:
+        return {"params": [], "constraints": [], "template": None, "dims": []}
+    dims = list(workloads.get(workload).shapes.typical[0].as_dict())
+    if space:
+        params = [dict(p) for p in space.get("params", [])]
+        constraints = [dict(c) for c in space.get("constraints", [])]
+    else:
+        params = [p.to_json() for p in tpl.space.params]
+        constraints = []
+    for p in params:
+        if isinstance(p.get("choices"), (list, tuple)):
+            p["choices"] = ", ".join(map(str, p["choices"]))
+    return {"params": params, "constraints": constraints, "template": tpl.space.to_json(), "dims": dims,
+            "kinds": ["int", "choice", "bool", "variant"]}

@@ -1,0 +1,146 @@
+// The live run page. Everything on it is built from the run's stored event sequence, which
+// the websocket replays from the start (or from the last event seen, after a reconnect) and
+// then streams: a page opened mid-run and a page open from the start show the same thing.
+(function () {
+  "use strict";
+  var root = document.getElementById("run");
+  var runId = root.dataset.runId;
+  var budget = parseInt(root.dataset.budget, 10) || 1;
+  var baselines = JSON.parse(document.getElementById("run-baselines").textContent);
+  var S = window.int21Run = {lastSeq: 0, received: 0, duplicates: 0, outOfOrder: 0, evaluated: 0,
+                             rows: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, state: null};
+  baselines.forEach(function (b) { S.bestSeries[b] = {x: [], y: []}; });
+  var tbody = document.querySelector("#candidates tbody");
+  var dirty = false, ws = null, backoff = 250;
+
+  function text(el, value) { var n = document.getElementById(el); if (n) n.textContent = value; }
+  function fmt(x, d) { return (x === null || x === undefined) ? "—" : Number(x).toFixed(d); }
+  function params(p) { return Object.keys(p).sort().map(function (k) { return k + "=" + p[k]; }).join(" "); }
+  function activity(line) {
+    var ul = document.getElementById("activity"), li = document.createElement("li");
+    li.textContent = line; ul.insertBefore(li, ul.firstChild);
+    while (ul.children.length > 30) ul.removeChild(ul.lastChild);
+  }
+  function setState(state) {
+    S.state = state;
+    var b = document.getElementById("run-state"); b.textContent = state; b.className = "badge " + state;
+  }
+  function gen(g) { return S.gens[g] || (S.gens[g] = {proposed: 0, ok: 0, failed: 0}); }
+
+  function row(d) {
+    var tr = document.createElement("tr");
+    tr.id = "cand-" + d.candidate_id; tr.className = "new"; tr.dataset.status = "proposed";
+    var parent = (d.parents && d.parents.length) ? '<a href="/candidates/' + d.parents[0] + '/">#' + d.parents[0] + "</a>" : "—";
+    tr.innerHTML = '<td><a href="/candidates/' + d.candidate_id + '/">#' + d.candidate_id + "</a></td><td>" + d.generation +
+      "</td><td>" + d.agent + "</td><td><code></code></td><td>" + parent + '</td><td><span class="badge queued">proposed</span></td>' +
+      '<td class="num">—</td><td class="num">—</td><td class="muted"></td>';
+    tr.children[3].firstChild.textContent = params(d.params);
+    tr.children[8].textContent = d.rationale;
+    tbody.insertBefore(tr, tbody.firstChild);
+    S.rows[d.candidate_id] = tr;
+    text("candidate-count", "(" + Object.keys(S.rows).length + ")");
+  }
+
+  var handlers = {
+    run_started: function (d) { setState("running"); activity("run started with " + d.team.join(", ")); },
+    run_paused: function (d) { setState("paused"); activity(d.reason); },
+    run_resumed: function (d) { setState("running"); activity(d.reason); },
+    run_finished: function (d) { setState("finished"); text("run-reason", "— " + d.reason); activity("finished: " + d.reason); },
+    generation_started: function (d) {
+      gen(d.generation); S.agents[d.generation] = d.allocation; dirty = true;
+      activity("generation " + d.generation + " started");
+    },
+    generation_finished: function (d) { S.agents[d.generation] = d.allocation; S.payoff[d.generation] = d.summary.payoff || {}; dirty = true; },
+    candidate_proposed: function (d) { row(d); gen(d.generation).proposed += 1; dirty = true; },
+    candidate_evaluated: function (d) {
+      var tr = S.rows[d.candidate_id];
+      if (!tr) { row({candidate_id: d.candidate_id, generation: d.generation, agent: d.agent, params: {}, parents: [], rationale: ""}); tr = S.rows[d.candidate_id]; gen(d.generation).proposed += 1; }
+      S.evaluated += 1;
+      var ok = d.status === "ok";
+      gen(d.generation)[ok ? "ok" : "failed"] += 1;
+      tr.dataset.status = d.status;
+      tr.children[5].innerHTML = '<span class="badge ' + (ok ? "ok" : d.status) + '"></span>';
+      tr.children[5].firstChild.textContent = d.status + (d.cached ? " (cached)" : "") + (d.retry ? " (retried)" : "");
+      if (!ok) tr.children[5].title = d.reason;
+      tr.children[6].textContent = ok ? fmt(d.score, 2) + "×" : "—";
+      tr.children[7].textContent = fmt(d.median_ms, 3);
+      if (ok) baselines.forEach(function (b) {
+        var v = d.speedup && d.speedup[b];
+        if (v !== undefined && (S.best[b] === undefined || v > S.best[b])) S.best[b] = v;
+      });
+      baselines.forEach(function (b) {
+        if (S.best[b] !== undefined) { S.bestSeries[b].x.push(S.evaluated); S.bestSeries[b].y.push(S.best[b]); }
+      });
+      text("run-progress", S.evaluated + "/" + budget + " evaluations");
+      document.getElementById("run-progress-bar").style.width = Math.min(100, 100 * S.evaluated / budget) + "%";
+      dirty = true;
+    },
+    new_best: function (d) { text("run-best", fmt(d.score, 2) + "×"); activity("new best #" + d.candidate_id + ": " + fmt(d.score, 2) + "×"); },
+    guidance_applied: function (d) {
+      var ul = document.getElementById("guidance-history");
+      if (!ul.querySelector('[data-guidance="' + d.guidance_id + '"]')) {
+        var li = document.createElement("li"); li.dataset.guidance = d.guidance_id;
+        li.textContent = d.author + ": " + JSON.stringify(d.directive); ul.appendChild(li);
+      }
+      var li2 = ul.querySelector('[data-guidance="' + d.guidance_id + '"]');
+      if (d.effect) { var s = document.createElement("span"); s.className = "ok applied"; s.textContent = " → applied: " + d.effect; li2.appendChild(s); }
+      activity("guidance from " + d.author + ": " + (d.effect || "applied"));
+    },
+    lesson_recorded: function (d) { var li = document.createElement("li"); li.textContent = d.text; document.getElementById("lessons").appendChild(li); },
+    agent_note: function (d) { activity(d.agent + ": " + d.text); },
+  };
+
+  function draw() {
+    if (!dirty || !window.Plotly) return;
+    dirty = false;
+    var layout = {margin: {l: 45, r: 10, t: 10, b: 40}, height: 300, legend: {orientation: "h"}};
+    Plotly.react("chart-best", baselines.map(function (b) {
+      return {x: S.bestSeries[b].x, y: S.bestSeries[b].y, name: "vs " + b, mode: "lines+markers", line: {shape: "hv"}};
+    }), Object.assign({}, layout, {xaxis: {title: {text: "evaluations"}}, yaxis: {title: {text: "speedup ×"}}}));
+    var gs = Object.keys(S.gens).map(Number).sort(function (a, b) { return a - b; });
+    var pending = gs.map(function (g) { var s = S.gens[g]; return Math.max(0, s.proposed - s.ok - s.failed); });
+    Plotly.react("chart-generations", [
+      {x: gs, y: gs.map(function (g) { return S.gens[g].ok; }), name: "passed", type: "bar", marker: {color: "#3fb950"}},
+      {x: gs, y: gs.map(function (g) { return S.gens[g].failed; }), name: "rejected", type: "bar", marker: {color: "#f47067"}},
+      {x: gs, y: pending, name: "in flight", type: "bar", marker: {color: "#d4a72c"}}],
+      Object.assign({}, layout, {barmode: "stack", xaxis: {title: {text: "generation"}, dtick: 1}}));
+    var names = {};
+    Object.keys(S.agents).forEach(function (g) { Object.keys(S.agents[g]).forEach(function (a) { names[a] = 1; }); });
+    var ag = Object.keys(S.agents).map(Number).sort(function (a, b) { return a - b; });
+    var traces = Object.keys(names).map(function (a) {
+      return {x: ag, y: ag.map(function (g) { return S.agents[g][a] || 0; }), name: a, type: "bar"};
+    });
+    var pg = Object.keys(S.payoff).map(Number).sort(function (a, b) { return a - b; });
+    Object.keys(names).forEach(function (a) {
+      traces.push({x: pg, y: pg.map(function (g) { return S.payoff[g][a] || 0; }), name: a + " payoff", yaxis: "y2",
+                   mode: "lines", line: {dash: "dot"}, showlegend: false});
+    });
+    Plotly.react("chart-agents", traces, Object.assign({}, layout, {barmode: "stack",
+      xaxis: {title: {text: "generation"}, dtick: 1}, yaxis: {title: {text: "slots"}},
+      yaxis2: {overlaying: "y", side: "right", title: {text: "payoff"}}}));
+  }
+  setInterval(draw, 250);
+
+  function connect() {
+    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/runs/" + runId + "/?after=" + S.lastSeq;
+    ws = new WebSocket(url);
+    ws.onopen = function () { backoff = 250; text("live-status", "live"); };
+    ws.onmessage = function (e) {
+      var msg = JSON.parse(e.data);
+      if (msg.error) { activity(msg.error); return; }
+      S.received += 1;
+      if (msg.seq <= S.lastSeq) { S.duplicates += 1; return; }
+      if (msg.seq !== S.lastSeq + 1) S.outOfOrder += 1;
+      S.lastSeq = msg.seq;
+      var h = handlers[msg.kind];
+      if (h) h(msg.data);
+    };
+    ws.onclose = function (e) {
+      if (e.code === 4401 || e.code === 4403 || e.code === 4404) { text("live-status", "not allowed to watch this run"); return; }
+      text("live-status", "reconnecting…");
+      setTimeout(connect, backoff); backoff = Math.min(backoff * 2, 5000);
+    };
+  }
+  S.reconnect = function () { if (ws) ws.close(); };   // used by tests: drop and come back
+  connect();
+})();

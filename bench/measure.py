@@ -27,6 +27,7 @@ class Table:
         self.min_calls = min_calls
         self.started = time.monotonic()
         self.log = log or (lambda *_a, **_k: None)
+        self.deadline: float | None = None   # time.monotonic() past which nothing new is measured
 
     def key(self, shape: str, params: dict) -> str:
         return shape + "|" + json.dumps(params, sort_keys=True)
@@ -34,6 +35,8 @@ class Table:
     def measure(self, shape: str, source: str, params: dict) -> Result:
         k = self.key(shape, params)
         if k not in self.rows:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise TimeUp(f"{self.workload}: time limit reached before measuring {params}")
             wl = workloads.get(self.workload)
             ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(shape), min_calls=self.min_calls))
             out = ev.evaluate(source, params, wl, "cpu")
@@ -53,6 +56,10 @@ class Table:
     def best(self, shape: str) -> dict | None:
         rows = [r for r in self.rows.values() if r["shape"] == shape]
         return max(rows, key=lambda r: r["result"]["score"], default=None)
+
+
+class TimeUp(Exception):
+    """The benchmark's time limit came before this measurement (the searcher stops there)."""
 
 
 class TableExecutor:

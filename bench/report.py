@@ -70,8 +70,12 @@ the `.html` report beside it, and this page.
   better; failures are `RuntimeFailedConfig`). Its C backend is not used, because it loads
   and times kernels inside the tuner's own process. Kernel Tuner enumerates the whole legal
   space before searching, so spaces over 2,000,000 points (matmul) are not given to it.
-- **Swarm warm** starts with the lessons of an earlier cold run (another seed) on the same
-  goal; peers get no such head start, so the fair comparison is **swarm (cold)**.
+- **Swarm warm** starts with the lessons of an earlier run on the same goal (the cold run of
+  the same seed, just before it); peers get no such head start, so the fair comparison is
+  **swarm (cold)**. Self-improvement = evaluations the warm run needs to reach that earlier
+  run's final best, against the evaluations the earlier (cold) run needed.
+- **Time limit.** Each workload gets an equal share of `--deadline-minutes`; seeds are the
+  outer loop, so a cut loses whole seeds (reported in the status column), never silently.
 - **Evaluations to 95%** = evaluations until the best-so-far reaches 95% of the best
   score any searcher found at that shape in this run (median over seeds).
 """
@@ -171,8 +175,7 @@ def markdown(result: dict, html_name: str | None = None) -> str:
             lines.append(f"| {LABELS.get(name, name)} | " + " | ".join(cells) + f" | {e95s} | {e['status']} |")
         if s.get("self_improvement"):
             lines += ["", "Self-improvement (evaluations to reach the earlier run's final best): " + "; ".join(
-                f"seed {r['seed']} with lessons of seed {r['teacher_seed']}: warm {r['warm_evals'] or '×'}, "
-                f"cold {r['cold_evals'] or '×'}" for r in s["self_improvement"])]
+                f"seed {r['seed']}: warm {r['warm_evals'] or '×'}, cold {r['cold_evals'] or '×'}" for r in s["self_improvement"])]
         lines.append("")
     lines += ["## Where the swarm is not ahead", ""]
     lines += honest_account(result)

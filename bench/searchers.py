@@ -226,7 +226,7 @@ class NotRunnable(Exception):
 SEARCHERS = {
     # name: (description, callable(table, shape, budget, seed) -> trace)
     "swarm_cold": "the swarm, cold (no lessons): explorer, mutator, crossover, tuner, variant, seeded",
-    "swarm_warm": "the swarm with lessons from an earlier cold run (another seed) on the same goal",
+    "swarm_warm": "the swarm with the lessons of an earlier cold run (same seed) on the same goal",
     "kt_bayes_opt": "Kernel Tuner 'bayes_opt' (Gaussian-process Bayesian optimisation)",
     "kt_genetic_algorithm": "Kernel Tuner 'genetic_algorithm'",
     "optuna_tpe": "Optuna TPE alone (multivariate, ask-and-tell)",

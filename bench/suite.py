@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from bench import gpu, kernels_vs, searchers, targets
-from bench.measure import Table, best_so_far, evals_to
+from bench.measure import Table, TimeUp, best_so_far, evals_to
 from kernels import workloads
 from kernels.harness.roofline import measure_cpu
 from kernels.targets.cpu import cpu_fingerprint
@@ -48,6 +48,7 @@ class Plan:
     shapes: dict = field(default_factory=dict)       # workload -> (search shape, [kernel shapes])
     compile_baseline: bool = True     # torch.compile in the kernel comparison
     gpu: bool = True
+    gpu_only: bool = False            # the GPU section alone (bench/gpu_check.sh on a GPU host)
     deadline_minutes: float = 85.0    # past this, remaining tasks are skipped (and reported)
     command: str = ""
 
@@ -138,45 +139,52 @@ def _at(curve: list, budget: int):
 
 def _tasks(plan: Plan) -> int:
     n = 1 + (1 if plan.gpu else 0)
-    for w in plan.workloads:
+    for w in ([] if plan.gpu_only else plan.workloads):
         once = sum(1 for s in plan.searchers if not s.startswith("kt_"))
         kt = sum(len(plan.budgets) for s in plan.searchers if s.startswith("kt_"))
         n += plan.seeds * (once + kt) + plan.sessions * len(plan.shapes[w][1])
     return n
 
 
-def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: Progress, clock: Clock) -> dict:
-    """Every searcher at every budget over every seed, on the shared table."""
+def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: Progress, clock: Clock,
+                   stop_at: float) -> dict:
+    """Every searcher at every budget over every seed, on the shared table. Seeds are the
+    outer loop, so a run cut short by its time limit loses whole seeds, not whole searchers.
+    The warm swarm of seed s starts with the lessons of the cold swarm of seed s (the run
+    just before it on the same goal)."""
     top = max(plan.budgets)
     out = {"shape": shape, "space_size": workloads.get(wname).template("cpu").space.size(),
            "budgets": plan.budgets, "seeds": plan.seeds, "searchers": {}}
-    cold_knowledge: dict[int, InMemoryKnowledge] = {}
-    order = sorted(plan.searchers, key=lambda s: (s != "swarm_cold", s))   # teachers first
+    order = sorted(plan.searchers, key=lambda s: (s != "swarm_cold", s))   # the teacher first
     for name in order:
-        entry = {"description": searchers.SEARCHERS[name], "status": "ok", "runs": {}, "best_by_budget": {}}
-        out["searchers"][name] = entry
-        budgets_to_run = plan.budgets if name.startswith("kt_") else [top]
-        for seed in range(plan.seeds):
-            for budget in budgets_to_run:
+        out["searchers"][name] = {"description": searchers.SEARCHERS[name], "status": "ok", "runs": {},
+                                  "best_by_budget": {}}
+    table.deadline = stop_at
+    for seed in range(plan.seeds):
+        teacher = None
+        for name in order:
+            entry = out["searchers"][name]
+            for budget in (plan.budgets if name.startswith("kt_") else [top]):
                 progress.task(f"{wname}: {name} seed {seed} budget {budget}")
-                if clock.out():
-                    entry["status"] = "partly skipped: the run's time limit was reached"
+                if entry["status"].startswith("not run") or time.monotonic() > stop_at:
+                    if not entry["status"].startswith("not run"):
+                        entry["status"] = "partly skipped: this workload's share of the time limit was spent"
                     progress.finished()
                     continue
-                teacher = None
-                if name == "swarm_warm":
-                    teacher = cold_knowledge.get((seed + 1) % plan.seeds) or cold_knowledge.get(seed)
                 try:
                     if name == "swarm_cold":
-                        kn = InMemoryKnowledge()
-                        trace = searchers.swarm_trace(table, shape, budget, seed, kn, cold=True)
-                        cold_knowledge[seed] = kn
+                        teacher = InMemoryKnowledge()
+                        trace = searchers.swarm_trace(table, shape, budget, seed, teacher, cold=True)
                     else:
                         trace = searchers.run_searcher(name, table, shape, budget, seed, teacher=teacher)
                 except searchers.NotRunnable as exc:
                     entry["status"] = str(exc)
                     progress.finished()
-                    break
+                    continue
+                except TimeUp:
+                    entry["status"] = "partly skipped: this workload's share of the time limit was spent"
+                    progress.finished()
+                    continue
                 curve = best_so_far([s for _, s in trace])
                 if budget == top:
                     entry["runs"][str(seed)] = {"trace": [[p, s] for p, s in trace], "curve": curve}
@@ -186,8 +194,7 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
                     for b in plan.budgets:
                         entry["best_by_budget"].setdefault(str(b), {})[str(seed)] = _at(curve, b)
                 progress.finished()
-            if entry["status"].startswith("not run"):
-                break
+    table.deadline = None
     best_row = table.best(shape)
     best_known = best_row["result"]["score"] if best_row else 0.0
     out["best_known"] = {"score": best_known, "params": best_row["params"] if best_row else None}
@@ -202,18 +209,17 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
         entry["median_evals_to_95pct"] = statistics.median(vals) if vals else None
         if entry["median_evals_to_95pct"] == float("inf"):
             entry["median_evals_to_95pct"] = None   # not reached within the budget (JSON has no inf)
-    # Self-improvement: the warm run of seed s learned from the cold run of seed s+1.
+    # Self-improvement: the warm run of seed s learned from the cold run of seed s; how many
+    # evaluations each needed to reach that cold run's final best.
     cold, warm = out["searchers"].get("swarm_cold"), out["searchers"].get("swarm_warm")
     if cold and warm and cold["runs"] and warm["runs"]:
         rows = []
         for seed, w in warm["runs"].items():
-            teacher_seed = str((int(seed) + 1) % plan.seeds)
-            t = cold["runs"].get(teacher_seed) or cold["runs"].get(seed)
             c = cold["runs"].get(seed)
-            if not (t and c and t["curve"]):
+            if not (c and c["curve"]):
                 continue
-            goal = t["curve"][-1]
-            rows.append({"seed": int(seed), "teacher_seed": int(teacher_seed), "teacher_best": goal,
+            goal = c["curve"][-1]
+            rows.append({"seed": int(seed), "teacher_seed": int(seed), "teacher_best": goal,
                          "warm_evals": evals_to(w["curve"], goal), "cold_evals": evals_to(c["curve"], goal)})
         out["self_improvement"] = rows
     return out
@@ -254,11 +260,16 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
     result["roofline"] = ceilings
     progress.finished()
     tables = {}
-    for wname in plan.workloads:
+    for i, wname in enumerate([] if plan.gpu_only else plan.workloads):
         search_shape, kernel_shapes = plan.shapes[wname]
         table = Table(wname, plan.min_calls, log=progress.measured_one)
         tables[wname] = table
-        result["search"][wname] = search_section(wname, table, search_shape, plan, progress, clock)
+        # Each workload gets an equal share of the time left; its search stops in time to
+        # leave room for its kernel comparison (about a minute per session with torch.compile).
+        share = (clock.deadline - time.monotonic()) / (len(plan.workloads) - i)
+        reserve = plan.sessions * len(kernel_shapes) * (60 if plan.compile_baseline else 20)
+        stop_at = time.monotonic() + max(share - reserve, share / 2)
+        result["search"][wname] = search_section(wname, table, search_shape, plan, progress, clock, stop_at)
         champion = library_champion(wname)
         wl = workloads.get(wname)
         tpl = wl.template("cpu")

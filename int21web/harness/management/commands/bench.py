@@ -45,6 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--min-calls", type=int, help="timed calls per implementation per measurement")
         parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out of the kernel tables")
         parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
+        parser.add_argument("--gpu-only", action="store_true", help="the GPU section alone (GPU hosts)")
         parser.add_argument("--deadline-minutes", type=float, help="skip (and report) tasks past this")
         parser.add_argument("--out", default=None, help="folder for the JSON and HTML (default bench/results)")
         parser.add_argument("--docs", default=None, help="markdown page to write (default docs/benchmarks.md; - for none)")
@@ -70,6 +71,9 @@ class Command(BaseCommand):
                                searchers=chosen, deadline_minutes=o["deadline_minutes"])
         plan.compile_baseline = not o["no_compile"]
         plan.gpu = not o["no_gpu"]
+        plan.gpu_only = o["gpu_only"]
+        if plan.gpu_only and not plan.gpu:
+            raise CommandError("--gpu-only and --no-gpu contradict each other", returncode=2)
         for spec in o["shape"]:
             wl, sep, rest = spec.partition("=")
             if not sep or wl not in names:
@@ -109,7 +113,7 @@ class Command(BaseCommand):
 def _argv_from_options(o) -> list[str]:
     """The command line that reproduces a call_command (tests, scripts)."""
     argv = []
-    for key in ("quick", "no_compile", "no_gpu", "json"):
+    for key in ("quick", "no_compile", "no_gpu", "gpu_only", "json"):
         if o.get(key):
             argv.append("--" + key.replace("_", "-"))
     for w in o.get("workload") or []:

@@ -35,9 +35,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # the API docs page then uses ninja's bundled Swagger UI files, not a CDN
     "int21web.accounts",
     "int21web.harness",
     "int21web.runs",
+    "int21web.api",
 ]
 
 MIDDLEWARE = [

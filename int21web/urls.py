@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from int21web.api.api import api
 from int21web.harness import views as harness_views
 
 urlpatterns = [
@@ -12,4 +13,5 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"demo": settings.EMBEDDED}), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/", api.urls),
 ]

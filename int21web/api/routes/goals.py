@@ -1,0 +1,92 @@
+"""/api/goals: saved goals and their design spaces."""
+from __future__ import annotations
+
+from typing import Optional
+
+from django.db import transaction
+from ninja import Query, Router, Status
+
+from int21web.api import selectors
+from int21web.api.auth import need
+from int21web.api.errors import not_found
+from int21web.api.schemas import GoalIn, GoalSpec, Id, goal_of
+from int21web.runs import models as m
+from int21web.runs import services
+
+router = Router(tags=["goals"])
+
+
+def goal_row(goal_id: int) -> m.Goal:
+    row = m.Goal.objects.select_related("created_by").filter(pk=goal_id).first()
+    if row is None:
+        raise not_found("goal", goal_id)
+    return row
+
+
+@router.get("/goals", summary="List saved goals")
+def goal_list(request, workload: Optional[str] = Query(None, max_length=64),
+              target: Optional[str] = Query(None, max_length=32)):
+    need(request, "viewer", "reading goals")
+    return selectors.goals(workload=workload, target=target)
+
+
+@router.post("/goals", response={201: dict}, summary="Create a goal (engineer)")
+def goal_create(request, payload: GoalIn):
+    user = need(request, "engineer", "creating a goal")
+    row = services.goal_save(name=payload.name, goal=goal_of(payload), owner=user,
+                             required_approvals=payload.required_approvals)
+    return Status(201, selectors.goal_json(row))
+
+
+@router.post("/goals/validate", summary="Check a goal and its design space without saving it")
+def goal_validate(request, payload: GoalSpec):
+    need(request, "viewer", "checking a goal")
+    goal = goal_of(payload)
+    from swarm.generation import check_goal
+    check_goal(goal)
+    space = services.space_of(goal)
+    return {"ok": True, "space": space.to_json(), "space_size": space.size()}
+
+
+@router.get("/goals/{goal_id}", summary="A goal")
+def goal_get(request, goal_id: Id):
+    need(request, "viewer", "reading goals")
+    return selectors.goal_json(goal_row(goal_id))
+
+
+@router.put("/goals/{goal_id}", summary="Replace a goal (engineer; same body as create)")
+def goal_update(request, goal_id: Id, payload: GoalIn):
+    need(request, "engineer", "editing a goal")
+    with transaction.atomic():
+        row = services.goal_save(name=payload.name, goal=goal_of(payload), row=goal_row(goal_id),
+                                 required_approvals=payload.required_approvals)
+    return selectors.goal_json(row)
+
+
+@router.post("/goals/{goal_id}/clone", response={201: dict}, summary="Copy a goal (engineer)")
+def goal_clone(request, goal_id: Id):
+    user = need(request, "engineer", "cloning a goal")
+    return Status(201, selectors.goal_json(services.goal_clone(goal_row=goal_row(goal_id), owner=user)))
+
+
+@router.get("/goals/{goal_id}/space", summary="The design space a run of this goal searches")
+def goal_space(request, goal_id: Id):
+    need(request, "viewer", "reading goals")
+    from int21web.runs.store import goal_from
+    space = services.space_of(goal_from(goal_row(goal_id).spec))
+    return {"space": space.to_json(), "space_size": space.size()}
+
+
+@router.get("/workloads", tags=["workloads"], summary="Built-in workloads: signatures, template spaces, baselines")
+def workload_list(request, name: Optional[str] = Query(None, max_length=64, description="only this one")):
+    need(request, "viewer", "reading workloads")
+    from int21web.harness.management.commands.workloads import describe
+    from kernels import workloads
+    names = workloads.names()
+    if name is not None:
+        if name not in names:
+            raise not_found("workload", repr(name))
+        names = [name]
+    return [describe(workloads.get(n)) for n in names]
+
+

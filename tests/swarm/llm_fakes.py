@@ -206,3 +206,13 @@ GARBAGE = "I am sorry, I cannot help with kernels today. Have a nice day!"
 def system_text(body: dict) -> str:
     """The system message of a chat request (both protocols carry ``messages``)."""
     return next((m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system"), "")
+
+
+def vector_online_rewrite() -> str:
+    """Genuinely faster than the scalar two-pass seed (VEC=1, libm expf): the online
+    algorithm at full vector width whatever the VEC macro says."""
+    forced = ("/* rewritten by the model: online max and sum at full vector width */\n#undef VEC\n"
+              "#ifdef __AVX512F__\n#define VEC 16\n#else\n#define VEC 8\n#endif\n")
+    source = ONLINE.replace("#ifndef VEC\n#define VEC 1\n#endif\n", forced)
+    assert source != ONLINE
+    return fenced(source, "Vectorise the online pass: one read for max and sum, one for the output.")

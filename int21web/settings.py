@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from int21web.env import env_bool, env_int, env_list, env_str
+from int21web.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("INT21_VAR_DIR", str(BASE_DIR / "var")))
@@ -39,11 +39,13 @@ INSTALLED_APPS = [
     "int21web.accounts",
     "int21web.harness",
     "int21web.runs",
+    "int21web.fleet",
     "int21web.api",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",   # production serves /static/ itself (collectstatic)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -111,6 +113,9 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Hashed, compressed static files served by WhiteNoise (run `manage.py collectstatic` first).
+    STORAGES = {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+                "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}}
 
 # The harness: where compiled kernels and measured host ceilings are cached.
 INT21_CACHE_DIR = env_str("INT21_CACHE_DIR", str(VAR_DIR / "cache"))
@@ -130,17 +135,35 @@ LOGGING = {
 # Live updates: the channel layer wakes each run's websocket consumers; the events themselves
 # are read from the database, so a lost wake-up delays a row but never loses it.
 # Embedded: in-memory layer, sends scheduled onto the server's event loop (int21web.runs.live).
+# INT21_REDIS_PREFIX: a prefix for every Redis key (broker, layer, cache): stacks that share a Redis
+# (parallel test runs, staging beside production) then never see each other's messages.
+REDIS_PREFIX = env_str("INT21_REDIS_PREFIX", "")
 if REDIS_URL := env_str("REDIS_URL"):
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [REDIS_URL]}}}
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+                                  "CONFIG": {"hosts": [REDIS_URL], "prefix": f"{REDIS_PREFIX}asgi"}}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": REDIS_PREFIX}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # Celery: JSON only (no pickle anywhere). Without REDIS_URL the broker is in-process.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "memory://")
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory://")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if CELERY_EMBEDDED else {"visibility_timeout": 3900}
+# An unacknowledged message goes back to its queue after this long: it must exceed the hard time
+# limit, or a long evaluation would be handed to a second worker while the first still runs it.
+CELERY_BROKER_VISIBILITY_TIMEOUT = env_int("INT21_BROKER_VISIBILITY_TIMEOUT", 3900)
+if CELERY_EMBEDDED:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01}
+elif CELERY_BROKER_URL.startswith("filesystem://"):   # a host without Redis (docs/deploy.md, the GPU check)
+    _broker_dir = VAR_DIR / "broker"
+    for _sub in ("in", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_broker_dir / "in"), "data_folder_out": str(_broker_dir / "in"),
+                                       "processed_folder": str(_broker_dir / "processed"), "polling_interval": 0.05}
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_BROKER_VISIBILITY_TIMEOUT,
+                                       "socket_timeout": 10, "socket_connect_timeout": 5,
+                                       **({"global_keyprefix": REDIS_PREFIX} if REDIS_PREFIX else {})}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
@@ -152,4 +175,27 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("INT21_EVAL_SOFT_LIMIT", 1800)
 CELERY_TASK_TIME_LIMIT = env_int("INT21_EVAL_HARD_LIMIT", 2400)
 CELERY_TASK_DEFAULT_QUEUE = "orchestrate"
+if not 0 < CELERY_TASK_SOFT_TIME_LIMIT < CELERY_TASK_TIME_LIMIT < CELERY_BROKER_VISIBILITY_TIMEOUT:
+    raise ImproperlyConfigured(
+        "time limits must satisfy INT21_EVAL_SOFT_LIMIT < INT21_EVAL_HARD_LIMIT < INT21_BROKER_VISIBILITY_TIMEOUT, got "
+        f"{CELERY_TASK_SOFT_TIME_LIMIT} / {CELERY_TASK_TIME_LIMIT} / {CELERY_BROKER_VISIBILITY_TIMEOUT}")
+# Evaluations are routed per call to target.<name>; the drivers of runs to their own queue, so a
+# backlog of evaluations never holds up orchestration.
+CELERY_TASK_ROUTES = {"runs.drive_run": {"queue": "orchestrate"}}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None          # a worker waits for Redis to come back, however long
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False   # evaluations in flight finish
+
+# Delivery and orchestration (runs.delivery, runs.lease, fleet): seconds.
+INT21_EVAL_HEARTBEAT_SECONDS = env_float("INT21_EVAL_HEARTBEAT", 5.0)     # an evaluating process beats
+INT21_EVAL_STALE_SECONDS = env_float("INT21_EVAL_STALE", 30.0)           # then its attempt is re-queued
+INT21_DRIVE_LEASE_SECONDS = env_float("INT21_DRIVE_LEASE", 60.0)         # a dead driver's run is free after
+INT21_DRIVE_SLICE_SECONDS = env_float("INT21_DRIVE_SLICE", 600.0)        # a drive_run hands over after
+INT21_RECOVER_SECONDS = env_float("INT21_RECOVER_EVERY", 30.0)           # orchestrate workers look for undriven runs
+INT21_WORKER_HEARTBEAT_SECONDS = env_float("INT21_WORKER_HEARTBEAT", 15.0)
+INT21_WORKER_STALE_SECONDS = env_float("INT21_WORKER_STALE", 60.0)
+if not INT21_EVAL_HEARTBEAT_SECONDS < INT21_EVAL_STALE_SECONDS:
+    raise ImproperlyConfigured("INT21_EVAL_HEARTBEAT must be shorter than INT21_EVAL_STALE")
+if not INT21_DRIVE_SLICE_SECONDS < CELERY_TASK_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("INT21_DRIVE_SLICE must be shorter than INT21_EVAL_SOFT_LIMIT")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -12,6 +12,7 @@ urlpatterns = [
     path("workloads/<str:name>/", harness_views.workload_detail, name="workload"),
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"demo": settings.EMBEDDED}), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("workers/", include("int21web.fleet.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

@@ -315,9 +315,12 @@ class Engine:
         if not self.store.record_result(c.id, result, outcome):
             return best, count
         count += 1
+        # An executor that re-queued the candidate (its worker vanished) says which attempt counted.
+        attempt = (outcome or {}).get("attempt", 1) if isinstance(outcome, dict) else 1
+        retry = {"attempt": attempt, "retry": True} if attempt > 1 else {}
         self._emit(run.id, "candidate_evaluated", candidate_id=c.id, generation=c.generation, agent=c.agent,
                    status=result.status, reason=result.reason, score=result.score, speedup=result.speedup,
-                   median_ms=result.median_ms, stages=result.stages, cached=result.cached)
+                   median_ms=result.median_ms, stages=result.stages, cached=result.cached, **retry)
         if result.ok and result.score > best:
             best = result.score
             self._emit(run.id, "new_best", candidate_id=c.id, score=result.score, speedup=result.speedup,

@@ -1,45 +1,135 @@
-"""The swarm's Executor over Celery: one task per candidate on the goal's target queue,
-results read back from the database (each task writes its Evaluation row idempotently)."""
+"""The swarm's Executor over Celery: one task per candidate attempt on the goal's target
+queue, results read back from the database (each task writes its Evaluation row, see
+``runs.delivery``).
+
+While it waits, the executor also keeps delivery honest:
+- an attempt whose heartbeat went stale (its worker was killed, its host vanished) is marked
+  lost and the candidate is queued again under the next attempt number;
+- after the broker restarts (Redis's run id changed), attempts that no worker claimed yet are
+  published again, since a broker without persistence forgets its queues (a duplicate of a
+  message that survived is a no-op: the claim is the row);
+- a publish that failed (broker down) is tried again every ``check_seconds``;
+- a candidate that lost ``max_attempts`` workers is a value, not a loop: it is recorded as
+  crashed with the reason.
+"""
 from __future__ import annotations
 
+import logging
 import time
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Now
 
 from int21web.runs import models as m
 from int21web.runs.store import result_from
-from swarm.types import Goal
+from swarm.types import Goal, Result
+
+log = logging.getLogger(__name__)
 
 
 class CeleryExecutor:
-    poll_seconds = 0.02
+    poll_seconds = 0.02     # results: how often the database is asked
+    check_seconds = 1.0     # stale attempts, broker restarts, failed publishes
+    max_attempts = 3
 
-    def __init__(self, timeout_seconds: float = 3600.0):
+    def __init__(self, timeout_seconds: float | None = None):
         self.timeout_seconds = timeout_seconds
 
     def evaluate(self, goal: Goal, candidates):
         if not candidates:
             return
-        from celery import group
-
-        from int21web.runs.tasks import evaluate_candidate
         queue = f"target.{goal.target}"
         ids = [c.id for c in candidates]
         with transaction.atomic():
+            m.Candidate.objects.filter(pk__in=ids, attempt=0).update(attempt=1)
             m.Candidate.objects.filter(pk__in=ids, state="proposed").update(state="queued")
-            # A candidate found half-evaluated after a crash gets a new attempt number.
-            signatures = [evaluate_candidate.si(cid, m.Evaluation.objects.filter(
-                candidate_id=cid, finished_at__isnull=True).count() + 1).set(queue=queue) for cid in ids]
-            transaction.on_commit(lambda: group(signatures).apply_async())
+        # A resumed candidate keeps its attempt number: if its message is still queued, the
+        # copy published now finds the claim and does nothing.
+        attempts = dict(m.Candidate.objects.filter(pk__in=ids).values_list("id", "attempt"))
+        unsent = set(ids)
         waiting = set(ids)
-        deadline = time.monotonic() + self.timeout_seconds
-        while waiting and time.monotonic() < deadline:
-            # Materialised before yielding: an open SQLite cursor would block the writes the
-            # engine makes between two results.
+        epoch = broker_epoch()
+        stale_after = timedelta(seconds=settings.INT21_EVAL_STALE_SECONDS)
+        deadline = None if self.timeout_seconds is None else time.monotonic() + self.timeout_seconds
+        next_check = time.monotonic() + self.check_seconds
+        next_publish = 0.0
+        while waiting:
+            if unsent and time.monotonic() >= next_publish:
+                next_publish = time.monotonic() + self.check_seconds
+                self._publish(unsent, attempts, queue)
             done = list(m.Evaluation.objects.filter(candidate_id__in=waiting, finished_at__isnull=False))
             for ev in done:
                 if ev.candidate_id in waiting:
                     waiting.discard(ev.candidate_id)
-                    yield ev.candidate_id, result_from(ev.outcome.get("result")), ev.outcome
-            if waiting:
-                time.sleep(self.poll_seconds)
+                    yield ev.candidate_id, result_from(ev.outcome.get("result")), {**ev.outcome, "attempt": ev.attempt}
+            if not waiting or (deadline is not None and time.monotonic() > deadline):
+                return
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + self.check_seconds
+                for cid, why in self._requeue_stale(waiting, attempts, stale_after):
+                    if attempts[cid] > self.max_attempts:
+                        waiting.discard(cid)
+                        yield cid, Result(status="crashed", reason=why), {"attempt": attempts[cid] - 1}
+                    else:
+                        unsent.add(cid)
+                now_epoch = broker_epoch()
+                if now_epoch and epoch and now_epoch != epoch:
+                    claimed = set(m.Evaluation.objects.filter(candidate_id__in=waiting).values_list(
+                        "candidate_id", "attempt"))
+                    again = {cid for cid in waiting if (cid, attempts[cid]) not in claimed}
+                    log.warning("the broker restarted: publishing %d unclaimed evaluations again", len(again))
+                    unsent |= again
+                epoch = now_epoch or epoch
+            time.sleep(self.poll_seconds)
+
+    def _publish(self, unsent: set, attempts: dict, queue: str) -> None:
+        from int21web.runs.tasks import evaluate_candidate
+
+        def send():
+            for cid in sorted(unsent):
+                try:
+                    evaluate_candidate.apply_async((cid, attempts[cid]), queue=queue, retry=True,
+                                                   retry_policy={"max_retries": 1, "interval_start": 0.2})
+                except Exception as exc:   # the broker is down: the next check publishes again
+                    log.warning("could not queue candidate %s (attempt %s): %s", cid, attempts[cid], exc)
+                    return
+                unsent.discard(cid)
+        transaction.on_commit(send)
+
+    def _requeue_stale(self, waiting: set, attempts: dict, stale_after: timedelta):
+        """Give up on attempts whose heartbeat stopped; yields (candidate, why) for each re-queued."""
+        stale = m.Evaluation.objects.filter(candidate_id__in=waiting, finished_at__isnull=True, lost_at__isnull=True,
+                                            heartbeat_at__lt=Now() - stale_after)
+        for ev in list(stale):
+            if ev.attempt != attempts[ev.candidate_id]:
+                continue
+            if not m.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True, lost_at__isnull=True).update(
+                    lost_at=Now()):
+                continue   # it finished (or was given up on) just now
+            attempts[ev.candidate_id] = ev.attempt + 1
+            m.Candidate.objects.filter(pk=ev.candidate_id).update(attempt=ev.attempt + 1, state="queued")
+            why = (f"worker {ev.worker} stopped answering during attempt {ev.attempt} "
+                   f"(no heartbeat for {stale_after.total_seconds():g} s)")
+            log.warning("candidate %s: %s; queued attempt %s", ev.candidate_id, why, ev.attempt + 1)
+            yield ev.candidate_id, why
+
+
+_redis_client = None
+
+
+def broker_epoch() -> str | None:
+    """Something that changes when the broker restarts (Redis's run id); a constant for
+    brokers without one; None while the broker does not answer."""
+    global _redis_client
+    url = settings.CELERY_BROKER_URL
+    if not url.startswith(("redis://", "rediss://")):
+        return "constant"
+    try:
+        if _redis_client is None:
+            import redis
+            _redis_client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        return _redis_client.info("server")["run_id"]
+    except Exception:
+        return None

@@ -35,6 +35,9 @@ class Run(models.Model):
     llm_usage = models.JSONField(default=dict, blank=True,
                                  help_text="LLM spend: requests, tokens_in/out, cost, unusable, errors, paused")
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # The driver's lease: one process drives a run at a time (services.run_drive).
+    lease_holder = models.CharField(max_length=200, blank=True, help_text="host:pid:token of the driver")
+    lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -69,6 +72,7 @@ class Candidate(models.Model):
     meta = models.JSONField(default=dict, blank=True,
                             help_text="an LLM-written candidate: model, prompt, raw answer, tokens, latency")
     state = models.CharField(max_length=16, choices=STATES, default="proposed")
+    attempt = models.PositiveSmallIntegerField(default=0, help_text="the attempt most recently queued")
     status = models.CharField(max_length=24, blank=True)
     score = models.FloatField(default=0.0)
     result = models.JSONField(null=True, blank=True)
@@ -81,7 +85,12 @@ class Candidate(models.Model):
 
 
 class Evaluation(models.Model):
-    """Every attempt at judging a candidate, with all its stage reports."""
+    """Every attempt at judging a candidate, with all its stage reports.
+
+    The row is the claim: a worker that inserts it evaluates; a second delivery of the same
+    attempt finds it and does nothing. The evaluating process beats ``heartbeat_at``; the
+    orchestrator marks an attempt whose heartbeat went stale as lost and queues the next one.
+    Only one attempt per candidate ever gets ``finished_at`` (a lost one's late result is refused)."""
 
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="evaluations")
     attempt = models.PositiveSmallIntegerField(default=1)
@@ -89,6 +98,9 @@ class Evaluation(models.Model):
     outcome = models.JSONField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lost_at = models.DateTimeField(null=True, blank=True, help_text="given up: its worker stopped beating")
+    evaluator_seconds = models.FloatField(null=True, blank=True, help_text="time inside the evaluator")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

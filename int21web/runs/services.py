@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
+import time
+from datetime import timedelta
 
 from django.db import transaction
-from django.utils import timezone
+from django.db.models import Q
+from django.db.models.functions import Now
 
 from int21web.runs import models as m
 from int21web.runs.store import DjangoEventSink, DjangoKnowledge, DjangoStore, goal_from
@@ -35,9 +39,54 @@ def run_start(*, goal: Goal, started_by=None, goal_row=None, executor=None, also
     return eng.start(goal, started_by=started_by, goal_row=goal_row, fingerprint=eng.fingerprint)
 
 
-def run_drive(*, run_id: int, executor=None, also=None, max_generations=None):
+def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, slice_seconds=None):
+    """Drive generations while this process holds the run's lease (``runs.lease``); a second
+    driver of the same run returns at once. ``slice_seconds``: hand over to a fresh
+    ``drive_run`` task after that long (between generations), so no task outlives its limits.
+    Returns the run as last seen."""
+    from int21web.runs.lease import Lease
     goal = goal_from(m.Run.objects.get(pk=run_id).spec)
-    return engine_for(goal, executor=executor, also=also).run(run_id, max_generations=max_generations)
+    eng = engine_for(goal, executor=executor, also=also)
+    deadline = None if slice_seconds is None else time.monotonic() + slice_seconds
+    done = 0
+    while True:
+        lease = Lease(run_id)
+        if not lease.acquire():
+            return eng.store.load_run(run_id)     # driven elsewhere, or not running
+        handover = False
+        try:
+            with lease.kept():
+                while not lease.lost.is_set():
+                    record = eng.run(run_id, max_generations=1)
+                    done += 1
+                    if record.state != "running":
+                        break
+                    if max_generations is not None and done >= max_generations:
+                        return record
+                    if deadline is not None and time.monotonic() > deadline:
+                        handover = True
+                        break
+        finally:
+            lease.release()
+        if handover:
+            run_dispatch(run_id=run_id)
+            return record
+        if lease.lost.is_set() or not m.Run.objects.filter(pk=run_id, state="running").exists():
+            return eng.store.load_run(run_id)
+        # Running again after we saw it stop (a quick pause + resume): its own driver may have
+        # found our lease and left, so carry on rather than leave the run undriven.
+
+
+def run_recover(*, grace_seconds: float = 60.0) -> list[int]:
+    """Queue the driver of every running run that nobody drives (its driver's process died or
+    its message was lost); a duplicate finds the lease taken and returns. The orchestrate
+    workers call this periodically (``runs.worker``)."""
+    stale = Now() - timedelta(seconds=grace_seconds)
+    ids = list(m.Run.objects.filter(state="running").filter(
+        Q(lease_until__isnull=True, updated_at__lt=stale) | Q(lease_until__lt=stale)).values_list("id", flat=True))
+    for run_id in ids:
+        run_dispatch(run_id=run_id)
+    return ids
 
 
 def run_pause(*, run_id: int, reason: str = "paused by a person") -> None:
@@ -57,7 +106,7 @@ def run_resume(*, run_id: int, reason: str = "resumed by a person", drive: bool 
 def run_dispatch(*, run_id: int) -> None:
     """Queue the run's driver on the orchestration queue once this transaction commits."""
     from int21web.runs.tasks import drive_run
-    transaction.on_commit(lambda: drive_run.apply_async((run_id,), queue="orchestrate"))
+    drive_run.delay_on_commit(run_id)   # routed to "orchestrate" (CELERY_TASK_ROUTES)
 
 
 def run_launch(*, goal_row: m.Goal, started_by=None, overrides: dict | None = None) -> int:
@@ -140,20 +189,21 @@ def guidance_post(*, run_id: int, directive: dict, author=None, author_name: str
                                      author_name=author_name or (author.username if author else ""))
 
 
-def candidate_evaluate(*, candidate_id: int, attempt: int = 1) -> None:
-    """Judge one candidate. Safe to run twice: a finished attempt, or a candidate already
-    judged by another attempt, is left alone."""
+def candidate_evaluate(*, candidate_id: int, attempt: int = 1, worker: str = "") -> bool:
+    """Judge one candidate's attempt. Safe to deliver twice: the attempt's row is the claim
+    (``runs.delivery``), so a duplicate, or a candidate judged by another attempt, is left
+    alone. Returns whether this call's result counted."""
+    from int21web.runs import delivery
+    ev = delivery.claim(candidate_id, attempt, worker or f"{socket.gethostname()}:{os.getpid()}")
+    if ev is None:
+        return False
     cand = m.Candidate.objects.select_related("run").get(pk=candidate_id)
-    ev, _ = m.Evaluation.objects.get_or_create(candidate=cand, attempt=attempt,
-                                               defaults={"worker": socket.gethostname()})
-    if ev.finished_at or m.Evaluation.objects.filter(candidate=cand, finished_at__isnull=False).exists():
-        return
-    m.Candidate.objects.filter(pk=candidate_id, state__in=["proposed", "queued"]).update(state="running")
     goal = goal_from(cand.run.spec)
-    outcome = Evaluator(eval_settings(goal)).evaluate(cand.source, cand.params, goal.workload, goal.target)
+    with delivery.heartbeat(ev):
+        started = time.monotonic()
+        outcome = Evaluator(eval_settings(goal)).evaluate(cand.source, cand.params, goal.workload, goal.target)
+        seconds = time.monotonic() - started
     result = Result.from_outcome(outcome, goal.metric)
     data = outcome.to_json()
     data["result"] = result.to_json()
-    with transaction.atomic():
-        m.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True).update(
-            status=result.status, outcome=data, finished_at=timezone.now(), worker=socket.gethostname())
+    return delivery.finish(ev, status=result.status, outcome=data, seconds=seconds)

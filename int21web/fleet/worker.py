@@ -1,0 +1,135 @@
+"""What a `celery -A int21web worker` process does about the fleet, through Celery's signals:
+
+- before it starts: a worker for ``target.cuda`` refuses to start on a host where CuPy sees no
+  GPU (a clear message, exit status 78), and runs one evaluation per visible GPU;
+- when it is ready: it announces itself (queues, targets, host fingerprint) and then beats a
+  heartbeat from a thread; when it stops: it says so.
+
+Embedded workers (threads of the web process, ``runs.embedded``) do none of this: there the
+web process itself is the fleet (``selectors.live_worker_for`` knows).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import threading
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+EX_CONFIG = 78   # sysexits.h: a configuration error
+
+_stop = threading.Event()
+
+
+class Refusal(Exception):
+    """This worker must not start here; the message says why and what to do."""
+
+
+def targets_of(queues) -> list[str]:
+    return [q.split(".", 1)[1] for q in queues or () if q.startswith("target.")]
+
+
+def gpu_concurrency(queues, concurrency: int | None) -> int | None:
+    """The concurrency a worker with these queues must run at: for target.cuda one process per
+    visible GPU (None: not a CUDA worker). Raises Refusal where it cannot run."""
+    if "cuda" not in targets_of(queues):
+        return None
+    from kernels import targets
+    ok, why = targets.get("cuda").can_run()
+    if not ok:
+        raise Refusal(f"this worker serves target.cuda, but {why}. Start CUDA workers only on GPU hosts "
+                      f"(see docs/deploy.md); this host can serve target.cpu.")
+    from kernels.targets.cuda import _gpu_info
+    gpus = (_gpu_info()[0] or {}).get("gpu_count", 1)
+    if concurrency is not None and concurrency > gpus:
+        raise Refusal(f"target.cuda runs one evaluation per GPU: --concurrency {concurrency} is more than the "
+                      f"{gpus} GPU(s) CuPy sees (use -c {gpus}, or one worker per GPU with CUDA_VISIBLE_DEVICES)")
+    return gpus
+
+
+def on_celeryd_init(sender=None, instance=None, conf=None, options=None, **_):
+    options = options or {}
+    queues = options.get("queues") or [conf.task_default_queue]
+    if isinstance(queues, str):
+        queues = [q.strip() for q in queues.split(",") if q.strip()]
+    try:
+        gpus = gpu_concurrency(queues, options.get("concurrency"))
+    except Refusal as exc:
+        sys.stderr.write(f"\nINT21 worker {sender} refuses to start: {exc}\n")
+        sys.stderr.flush()
+        raise SystemExit(EX_CONFIG) from None
+    if gpus is not None and not options.get("concurrency"):
+        conf.worker_concurrency = gpus
+
+
+def queues_of(consumer) -> list[str]:
+    try:
+        return sorted(consumer.app.amqp.queues.consume_from)
+    except Exception:
+        return sorted(q.name for q in getattr(consumer.task_consumer, "queues", []))
+
+
+def fingerprint(targets_list) -> dict:
+    from kernels import targets
+    out = {}
+    for name in targets_list:
+        try:
+            out[name] = targets.get(name).fingerprint()
+        except Exception as exc:   # a broken toolchain is something to show, not a reason to die
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def on_worker_ready(sender=None, **_):
+    if settings.CELERY_EMBEDDED:
+        return
+    name = sender.hostname
+    queues = queues_of(sender)
+    concurrency = getattr(getattr(sender, "controller", None), "concurrency", 1) or 1
+    _stop.clear()
+    threading.Thread(target=_beat, args=(name, queues, concurrency), name="fleet-heartbeat", daemon=True).start()
+
+
+def _beat(name: str, queues: list[str], concurrency: int) -> None:
+    from django.db import close_old_connections, connection
+
+    from int21web.fleet import services
+    announced = False
+    try:
+        while True:
+            try:
+                if not announced:
+                    services.worker_announce(name=name, hostname=socket.gethostname(), pid=os.getpid(),
+                                             queues=queues, targets=targets_of(queues), concurrency=concurrency,
+                                             fingerprint=fingerprint(targets_of(queues)))
+                    announced = True
+                else:
+                    services.worker_heartbeat(name=name)
+            except Exception:   # the database away for a moment: the next beat tries again
+                log.warning("fleet heartbeat of %s failed", name, exc_info=True)
+                close_old_connections()
+            if _stop.wait(settings.INT21_WORKER_HEARTBEAT_SECONDS):
+                return
+    finally:
+        connection.close()
+
+
+def on_worker_shutdown(sender=None, **_):
+    if settings.CELERY_EMBEDDED:
+        return
+    _stop.set()
+    try:
+        from int21web.fleet import services
+        services.worker_stopped(name=sender.hostname)
+    except Exception:
+        log.warning("could not record that %s stopped", getattr(sender, "hostname", "?"), exc_info=True)
+
+
+def connect() -> None:
+    from celery import signals
+    signals.celeryd_init.connect(on_celeryd_init, weak=False, dispatch_uid="int21-fleet-init")
+    signals.worker_ready.connect(on_worker_ready, weak=False, dispatch_uid="int21-fleet-ready")
+    signals.worker_shutdown.connect(on_worker_shutdown, weak=False, dispatch_uid="int21-fleet-shutdown")

@@ -23,7 +23,7 @@ from swarm.agents.base import Context
 from swarm.events import make_event
 from swarm.guidance import Steering, validate
 from swarm.knowledge.distil import distil
-from swarm.knowledge.variants import learned_template, promote
+from swarm.knowledge.variants import promote, template_for
 from swarm.llm.config import LLMConfigError, validate_goal_llm
 from swarm.llm.session import LLMSession, open_session
 from swarm.selection import elites
@@ -400,12 +400,7 @@ class Engine:
 
     def _template(self, goal: Goal, wl):
         """The workload's template plus the variants earlier runs' rewrites won (not when cold)."""
-        tpl = wl.template(goal.target)
-        if goal.cold or tpl.variant_param is None:
-            return tpl
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
-        found = self.knowledge.relevant(goal.workload, goal.target, self.fingerprint, shapes, 500)
-        return learned_template(tpl, [lsn for lsn in found if lsn.kind == "variant"])
+        return template_for(goal, wl, self.knowledge, self.fingerprint)
 
     def _steering(self, run: RunRecord, space) -> Steering:
         steering = Steering()

@@ -92,3 +92,15 @@ def promote(evaluated: list[Candidate], lessons: list[Lesson], template: Templat
                          "score": best.score, "speedup": dict(best.result.speedup),
                          "median_ms": best.result.median_ms, "provenance": provenance},
                    evidence=[best.id], run_id=run_id)]
+
+
+def template_for(goal, workload, knowledge, fingerprint: str = "") -> Template:
+    """The template a run of ``goal`` searches: the workload's, plus the learned variants
+    recorded for its workload and target (none for a cold run). Guidance validation and the
+    goal editor should use this, so a pin on a learned variant is accepted."""
+    tpl = workload.template(goal.target)
+    if goal.cold or tpl.variant_param is None:
+        return tpl
+    shapes = [workload.shape_from_text(s) for s in goal.shapes] or [workload.shapes.typical[0]]
+    found = knowledge.relevant(goal.workload, goal.target, fingerprint, shapes, 500)
+    return learned_template(tpl, [lsn for lsn in found if lsn.kind == "variant"])

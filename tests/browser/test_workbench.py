@@ -1,0 +1,88 @@
+"""The workbench as a user sees it: sign in, write a goal with an own design space and a
+constraint, start a run, watch it live, steer it, review and promote, download from the library."""
+import re
+
+import pytest
+
+from tests.browser.conftest import shot
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_the_goal_form_rejects_a_malformed_constraint_with_a_message(login):
+    page = login("engineer")
+    page.goto(page.url + "goals/new/")
+    page.click("#add-constraint")
+    page.locator("input[name='space-c-0-expr']").fill("cols %% VEC ==")
+    slot = page.locator("#err-space-c-0-expr")
+    slot.wait_for(state="visible")
+    page.wait_for_function("document.getElementById('err-space-c-0-expr').textContent.includes('not a valid expression')")
+    assert "problem" in page.locator("#validation").inner_text()
+    page.click("#save-goal")
+    assert "not a valid expression" in page.locator("#err-space-c-0-expr").inner_text()
+    shot(page, "goal-editor-error")
+
+
+def test_a_viewer_cannot_reach_engineer_actions(login, server):
+    page = login("viewer")
+    page.goto(server["url"] + "/goals/new/")
+    assert "needs the engineer role" in page.locator("main").inner_text()
+    page.goto(server["url"] + "/goals/")
+    page.locator("form[action$='/start/'] button").first.click()
+    assert "needs the engineer role" in page.locator("main").inner_text()
+
+
+def test_a_new_user_writes_a_goal_starts_a_run_and_steers_it(login, server):
+    page = login("engineer")
+    shot(page, "dashboard")
+    page.goto(server["url"] + "/goals/new/")
+    page.fill("#id_name", "softmax, my space")
+    page.select_option("select[name=workload]", "softmax")
+    page.fill("#id_shapes", "64x512")
+    page.fill("#id_held_out", "33x250")
+    page.fill("#id_evaluations", "24")
+    page.fill("#id_population", "4")
+    page.fill("#id_stagnation", "")
+    # own design space: VEC among 8 and 16, one thread, and a constraint
+    page.locator("input[name='space-p-0-name']").wait_for()
+    names = [page.locator(f"input[name='space-p-{i}-name']").input_value()
+             for i in range(page.locator("tr.param-row").count())]
+    vec, threads = names.index("VEC"), names.index("THREADS")
+    page.locator(f"input[name='space-p-{vec}-choices']").fill("8, 16")
+    page.locator(f"input[name='space-p-{threads}-low']").fill("1")
+    page.locator(f"input[name='space-p-{threads}-high']").fill("1")
+    page.click("#add-constraint")
+    page.locator("input[name='space-c-0-expr']").fill("cols % VEC == 0")
+    page.locator("input[name='space-c-0-message']").fill("whole vectors per row")
+    page.wait_for_function("document.getElementById('validation').textContent.includes('This goal can run')")
+    shot(page, "goal-editor")
+    page.click("#save-and-start")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    run_url = page.url
+    # candidates and the chart appear without a reload
+    page.wait_for_selector("#candidates tbody tr[data-status='ok']", timeout=180_000)
+    page.wait_for_selector("#chart-best .main-svg")
+    assert page.evaluate("window.int21Run.duplicates") == 0
+    # guidance that visibly changes the next generation: pin VEC to 16
+    page.select_option("#guidance-form select[name=op]", "pin")
+    page.fill("#guidance-form input[name=param]", "VEC")
+    page.fill("#guidance-form input[name=value]", "16")
+    page.fill("#guidance-form input[name=text]", "wider vectors")
+    page.click("#post-guidance")
+    page.wait_for_selector("#guidance-ok")
+    page.wait_for_selector("#guidance-history .applied", timeout=180_000)
+    applied_after = page.evaluate("window.int21Run.lastSeq")
+    page.wait_for_function("window.int21Run.state === 'finished'", timeout=300_000)
+    later = page.evaluate("""(after) => Array.from(document.querySelectorAll('#candidates tbody tr'))
+        .map(tr => ({gen: +tr.children[1].textContent, params: tr.children[3].textContent}))""", applied_after)
+    pinned_gen = min(r["gen"] for r in later if "VEC=16" in r["params"])
+    after = [r for r in later if r["gen"] > pinned_gen]
+    assert after and all("VEC=16" in r["params"] for r in after), later
+    shot(page, "run-live")
+    # a reload replays the same run from the stored events: same rows, no duplicates
+    rows = page.locator("#candidates tbody tr").count()
+    page.reload()
+    page.wait_for_function(f"document.querySelectorAll('#candidates tbody tr').length === {rows}")
+    page.wait_for_function("window.int21Run.state === 'finished'")
+    assert page.evaluate("window.int21Run.duplicates") == 0 and page.evaluate("window.int21Run.outOfOrder") == 0
+    server["run_url"] = run_url

@@ -120,6 +120,18 @@ if not DEBUG:
 # The harness: where compiled kernels and measured host ceilings are cached.
 INT21_CACHE_DIR = env_str("INT21_CACHE_DIR", str(VAR_DIR / "cache"))
 
+# Language models for the LLM agents (docs/agents.md): swarm/llm/config.py reads LLM_* itself
+# where runs are driven; a bad value stops start-up here too, with the variable named.
+from swarm.llm.config import LLMConfigError as _LLMConfigError, NotConfigured as _LLMNotConfigured  # noqa: E402
+from swarm.llm.config import from_env as _llm_from_env  # noqa: E402
+
+try:
+    _llm_from_env()
+except _LLMNotConfigured:
+    pass
+except _LLMConfigError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

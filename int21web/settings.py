@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "int21web.harness",
     "int21web.runs",
     "int21web.fleet",
+    "int21web.library",
     "int21web.api",
 ]
 
@@ -131,6 +132,8 @@ except _LLMNotConfigured:
     pass
 except _LLMConfigError as _exc:
     raise ImproperlyConfigured(str(_exc)) from None
+# Promoted kernels on disk, read by kernels.library.load (share it between web and workers).
+INT21_LIBRARY_DIR = env_str("INT21_LIBRARY_DIR", str(VAR_DIR / "library"))
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,72 @@
+"""The evidence bundle of a promoted kernel: its manifest (JSON) and the download zip."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from kernels import library as disk
+from kernels import workloads
+
+MANIFEST_FORMAT = 1
+
+
+def manifest(kv, proposal, recheck) -> dict:
+    """Everything a user needs to trust (or re-check) the kernel without our database."""
+    from int21web.library.models import Review
+    from int21web.runs.models import Evaluation
+
+    cand = kv.candidate
+    run = cand.run
+    evaluations = [{"id": e.id, "attempt": e.attempt, "status": e.status, "worker": e.worker,
+                    "finished_at": e.finished_at.isoformat() if e.finished_at else None,
+                    "purpose": (e.outcome or {}).get("purpose", "search"), "outcome": e.outcome}
+                   for e in Evaluation.objects.filter(candidate=cand, finished_at__isnull=False).order_by("attempt")]
+    reviews = [{"reviewer": r.reviewer_name, "verdict": r.verdict, "comment": r.comment,
+                "at": r.created_at.isoformat(), "status": r.status, "score": r.score,
+                "dismissed": r.dismissed_reason or None}
+               for r in Review.objects.filter(proposal=proposal).order_by("id")]
+    wl = workloads.get(kv.workload)
+    return {
+        "format": MANIFEST_FORMAT,
+        "workload": kv.workload,
+        "target": kv.target,
+        "version": kv.version,
+        "shape_bucket": kv.shape_bucket,
+        "champion_when_promoted": kv.champion,
+        "entry_point": wl.signature(kv.target),
+        "source_file": disk.SOURCE_FILES[kv.target],
+        "source_sha256": disk.sha256(kv.source),
+        "params": kv.params,
+        "score": kv.score,
+        "metric": run.spec.get("metric", "speedup"),
+        "goal": run.spec,
+        "candidate": {"id": cand.id, "run": run.id, "generation": cand.generation, "agent": cand.agent,
+                      "rationale": cand.rationale, "parents": cand.parents},
+        "target_fingerprint": (recheck.outcome or {}).get("fingerprint", {}),
+        "held_out_recheck": {"evaluation": recheck.id, "status": recheck.status,
+                             "shapes": (recheck.outcome or {}).get("held_out_shapes", []),
+                             "reason": (recheck.outcome or {}).get("reason", "")},
+        "evaluations": evaluations,
+        "proposal": {"id": proposal.id, "proposed_by": proposal.proposed_by.get_username()
+                     if proposal.proposed_by else None, "note": proposal.note,
+                     "required_approvals": proposal.required_approvals},
+        "approvals": [r for r in reviews if r["verdict"] == "approve" and not r["dismissed"]],
+        "reviews": reviews,
+        "promoted_by": kv.promoted_by.get_username() if kv.promoted_by else "the approval gate",
+        "promoted_at": kv.created_at.isoformat(),
+    }
+
+
+def zip_name(kv) -> str:
+    return f"{kv.workload}-{kv.target}-v{kv.version}.zip"
+
+
+def zip_bytes(kv) -> bytes:
+    """source + manifest.json, in a folder named after the version."""
+    folder = f"{kv.workload}-{kv.target}-v{kv.version}"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"{folder}/{disk.SOURCE_FILES[kv.target]}", kv.source)
+        z.writestr(f"{folder}/manifest.json", json.dumps(kv.manifest, indent=2, sort_keys=True))
+    return buf.getvalue()

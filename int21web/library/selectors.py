@@ -1,0 +1,210 @@
+"""Reads for the candidate, review, library and knowledge pages (and the API): no writes."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.http import Http404
+
+from int21web.accounts.roles import has_role
+from int21web.library import charts, diffs
+from int21web.library.highlight import source_html
+from int21web.library.models import AuditEntry, Comment, KernelVersion, Proposal
+from int21web.library.services import approvals, current_result, goal_check
+from int21web.runs import models as rm
+
+
+def _stage(outcome: dict | None, name: str) -> dict:
+    return next((s for s in (outcome or {}).get("stages", []) if s.get("name") == name), {})
+
+
+def correctness_rows(outcome: dict | None) -> list[dict]:
+    """One row per shape × distribution (seeds folded): worst errors per output, pass/fail."""
+    cases = _stage(outcome, "correctness").get("details", {}).get("cases", [])
+    groups: dict[tuple, dict] = {}
+    for c in cases:
+        key = (c["kind"], c["shape"], c["distribution"])
+        row = groups.setdefault(key, {"kind": c["kind"], "shape": c["shape"], "distribution": c["distribution"],
+                                      "seeds": [], "max_abs_err": None, "max_rel_err": None, "passed": True,
+                                      "problems": [], "checked": True})
+        row["seeds"].append(c["seed"])
+        row["passed"] = row["passed"] and bool(c.get("passed"))
+        row["problems"] += [p for p in (c.get("problems") or []) if p not in row["problems"]]
+        if not c.get("outputs"):
+            row["checked"] = False
+        for out in (c.get("outputs") or {}).values():
+            for k in ("max_abs_err", "max_rel_err"):
+                v = out.get(k)
+                if v is not None and (row[k] is None or v > row[k]):
+                    row[k] = v
+            if out.get("why") and out["why"] not in row["problems"]:
+                row["problems"].append(out["why"])
+    return list(groups.values())
+
+
+def resource_report(outcome: dict | None) -> dict:
+    comp, audit, sanity = _stage(outcome, "compile"), _stage(outcome, "audit"), _stage(outcome, "sanity")
+    bench = _stage(outcome, "benchmark").get("details", {})
+    return {
+        "resources": (outcome or {}).get("resources", {}),
+        "compile_seconds": comp.get("seconds"),
+        "compile_log": comp.get("details", {}).get("log", ""),
+        "imports": audit.get("details", {}).get("imports", []),
+        "text_bytes": audit.get("details", {}).get("text_bytes"),
+        "roofline": {k: v for k, v in sanity.get("details", {}).items()
+                     if k in ("achieved_gbs", "achieved_gflops", "pct_of_copy_bandwidth", "pct_of_peak_flops")},
+        "ceilings": sanity.get("details", {}).get("ceilings", {}),
+        "flags": sanity.get("details", {}).get("flags", []),
+        "blas": bench.get("blas", []),
+        "isolation": _stage(outcome, "correctness").get("details", {}).get("isolation", []),
+    }
+
+
+def candidate_page(candidate_id: int, user) -> dict:
+    cand = rm.Candidate.objects.select_related("run", "run__goal", "run__started_by").filter(pk=candidate_id).first()
+    if cand is None:
+        raise Http404(f"there is no candidate #{candidate_id}")
+    spec = cand.run.spec
+    target = spec.get("target", "cpu")
+    parents = list(rm.Candidate.objects.filter(pk__in=cand.parents).only("id", "agent", "status", "score", "run_id"))
+    parents.sort(key=lambda p: cand.parents.index(p.id))
+    children = [c for c in cand.run.candidates.only("id", "parents", "agent", "status", "score").order_by("id")
+                if cand.id in (c.parents or [])]
+    parent = parents[0] if parents else None
+    side, unified = [], []
+    if parent is not None:
+        old, new = diffs.kernel_text(parent.source, parent.params), diffs.kernel_text(cand.source, cand.params)
+        side = diffs.side_by_side(old, new)
+        unified = diffs.unified_rows(cand.diff or diffs.unified_text(old, new, f"#{parent.id}", f"#{cand.id}"))
+    elif cand.diff:
+        unified = diffs.unified_rows(cand.diff)
+    result = current_result(cand)
+    outcome = result["outcome"]
+    evaluations = list(rm.Evaluation.objects.filter(candidate=cand).order_by("attempt"))
+    bench = _stage(outcome, "benchmark").get("details", {})
+    shape = "x".join(str(v) for v in (bench.get("shape") or {}).values())
+    timing = charts.timing_figure(outcome.get("timings", {}), outcome.get("speedup", {}), shape) \
+        if outcome and outcome.get("timings") else None
+    meets, why = goal_check(cand, result)
+    open_prop = cand.proposals.filter(state__in=Proposal.OPEN_STATES).first()
+    return {
+        "cand": cand, "run": cand.run, "goal": cand.run.goal, "spec": spec, "target": target,
+        "source_html": source_html(cand.source, target),
+        "parents": parents, "children": children, "parent": parent,
+        "missing_parents": [p for p in cand.parents if p not in {x.id for x in parents}],
+        "side_by_side": side, "unified": unified,
+        "result": result, "outcome": outcome, "evaluations": evaluations,
+        "stages": (outcome or {}).get("stages", []),
+        "correctness": correctness_rows(outcome),
+        "correctness_summary": _stage(outcome, "correctness").get("summary", ""),
+        "timing_figure": timing, "timings": (outcome or {}).get("timings", {}),
+        "resources": resource_report(outcome),
+        "fingerprint": (outcome or {}).get("fingerprint", {}),
+        "comments": list(Comment.objects.filter(candidate=cand).order_by("id")),
+        "proposals": list(cand.proposals.all().prefetch_related("reviews")),
+        "meets_goal": meets, "meets_why": why, "open_proposal": open_prop,
+        "can_comment": has_role(user, "engineer") or has_role(user, "reviewer"),
+        "can_propose": meets and open_prop is None and has_role(user, "engineer"),
+        "can_reevaluate": has_role(user, "engineer"),
+    }
+
+
+def proposal_row(p: Proposal) -> dict:
+    active = list(approvals(p))
+    return {"p": p, "cand": p.candidate, "spec": p.candidate.run.spec, "approvals": active,
+            "approved": len(active), "required": p.required_approvals,
+            "dismissed": [r for r in p.reviews.all() if r.dismissed_at],
+            "changes": [r for r in p.reviews.all() if r.verdict == "changes"],
+            "result": current_result(p.candidate)}
+
+
+def review_queue(user) -> dict:
+    base = Proposal.objects.select_related("candidate__run", "proposed_by").prefetch_related("reviews")
+    open_ = [proposal_row(p) for p in base.filter(state__in=Proposal.OPEN_STATES).order_by("id")]
+    decided = [proposal_row(p) for p in base.exclude(state__in=Proposal.OPEN_STATES).order_by("-updated_at")[:20]]
+    proposed = set(Proposal.objects.filter(state__in=Proposal.OPEN_STATES + ("promoted",))
+                   .values_list("candidate_id", flat=True))
+    ready = []
+    for c in (rm.Candidate.objects.filter(status="ok", score__gt=0).select_related("run")
+              .order_by("-score")[:200]):
+        if c.id in proposed:
+            continue
+        if goal_check(c)[0]:
+            ready.append(c)
+        if len(ready) >= 20:
+            break
+    for row in open_:
+        row["self_run"] = user.is_authenticated and row["cand"].run.started_by_id == user.pk
+        row["already"] = any(r.reviewer_id == user.pk for r in row["approvals"])
+    return {"open": open_, "decided": decided, "ready": ready,
+            "is_reviewer": has_role(user, "reviewer"), "is_engineer": has_role(user, "engineer"),
+            "audit": list(AuditEntry.objects.select_related("proposal")[:30])}
+
+
+def open_proposal_count() -> int:
+    return Proposal.objects.filter(state__in=Proposal.OPEN_STATES).count()
+
+
+def library_index() -> dict:
+    groups = defaultdict(lambda: {"champions": [], "versions": []})
+    for kv in KernelVersion.objects.select_related("candidate", "promoted_by").order_by("workload", "target",
+                                                                                        "-version"):
+        g = groups[(kv.workload, kv.target)]
+        g["versions"].append(kv)
+        if kv.champion:
+            g["champions"].append(kv)
+    return {"groups": [{"workload": w, "target": t, **g} for (w, t), g in sorted(groups.items())]}
+
+
+def kernel_detail(kernel_id: int) -> dict:
+    kv = KernelVersion.objects.select_related("candidate__run", "proposal").filter(pk=kernel_id).first()
+    if kv is None:
+        raise Http404(f"there is no promoted kernel #{kernel_id}")
+    recheck = next((e for e in reversed(kv.manifest.get("evaluations", []))
+                    if e["id"] == kv.manifest.get("held_out_recheck", {}).get("evaluation")), None)
+    outcome = (recheck or {}).get("outcome") or {}
+    bench = _stage(outcome, "benchmark").get("details", {})
+    shape = "x".join(str(v) for v in (bench.get("shape") or {}).values())
+    return {"kv": kv, "m": kv.manifest, "source_html": source_html(kv.source, kv.target),
+            "correctness": correctness_rows(outcome),
+            "timing_figure": charts.timing_figure(outcome["timings"], outcome.get("speedup"), shape)
+            if outcome.get("timings") else None,
+            "resources": resource_report(outcome),
+            "others": KernelVersion.objects.filter(workload=kv.workload, target=kv.target).exclude(pk=kv.pk)}
+
+
+def knowledge(workload: str = "", target: str = "") -> dict:
+    lessons = rm.Lesson.objects.order_by("workload", "target", "kind", "-id")
+    runs = rm.Run.objects.all()
+    if workload:
+        lessons, runs = lessons.filter(workload=workload), runs.filter(spec__workload=workload)
+    if target:
+        lessons, runs = lessons.filter(target=target), runs.filter(spec__target=target)
+    lessons = list(lessons[:500])
+    known = set(rm.Candidate.objects.filter(pk__in={e for l in lessons for e in (l.evidence or [])
+                                                    if isinstance(e, int)}).values_list("id", flat=True))
+    by_group = defaultdict(list)
+    for lesson in lessons:
+        lesson.evidence_links = [e for e in (lesson.evidence or []) if e in known]
+        by_group[(lesson.workload, lesson.target)].append(lesson)
+    totals: dict[tuple, dict] = {}
+    for run in runs.only("id", "spec", "agent_stats"):
+        group = f"{run.spec.get('workload')}/{run.spec.get('target', 'cpu')}"
+        for agent, s in (run.agent_stats or {}).items():
+            row = totals.setdefault((group, agent), {"group": group, "agent": agent, "evaluations": 0,
+                                                     "improvements": 0, "runs": 0, "slots": 0})
+            row["evaluations"] += int(s.get("total_evaluations", 0))
+            row["improvements"] += int(s.get("total_improvements", 0))
+            row["runs"] += 1
+    for gen in rm.Generation.objects.filter(run__in=runs).select_related("run").only("allocation", "run__spec"):
+        group = f"{gen.run.spec.get('workload')}/{gen.run.spec.get('target', 'cpu')}"
+        for agent, n in (gen.allocation or {}).items():
+            if (group, agent) in totals and isinstance(n, int):
+                totals[(group, agent)]["slots"] += n
+    payoff = sorted(totals.values(), key=lambda r: (r["group"], -r["improvements"], r["agent"]))
+    for r in payoff:
+        r["rate"] = r["improvements"] / r["evaluations"] if r["evaluations"] else 0.0
+    return {"groups": [{"workload": w, "target": t, "lessons": ls} for (w, t), ls in sorted(by_group.items())],
+            "payoff": payoff, "figure": charts.agent_payoff_figure(payoff) if payoff else None,
+            "workload": workload, "target": target,
+            "workloads": sorted(set(rm.Lesson.objects.values_list("workload", flat=True))),
+            "targets": sorted(set(rm.Lesson.objects.values_list("target", flat=True)))}

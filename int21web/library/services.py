@@ -1,0 +1,404 @@
+"""Writes of the review gate and the kernel library, named <entity>_<action>.
+
+Rules (issue 4, DESIGN §8): a candidate that meets its goal may be proposed (engineer);
+reviewers approve or request changes with a comment; the goal's ``required_approvals``
+count; nobody approves a candidate from a run they started; an approval is dismissed when
+the candidate is re-evaluated with a different result; before promotion the candidate is
+re-evaluated in a fresh sandbox with the goal's held-out shapes added and must still pass.
+Candidate code runs only on a worker (a task on ``target.<name>``), never in the web process.
+Every decision writes an :class:`AuditEntry`.
+
+Errors a user should see: :class:`RoleError` (who may not do this) and ``ValueError``
+(what is wrong with the request), each with a sentence meant for them.
+"""
+from __future__ import annotations
+
+import socket
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from int21web.accounts.roles import RoleError, has_role, require
+from int21web.library import evidence
+from int21web.library.models import AuditEntry, Comment, KernelVersion, Proposal, Review
+from int21web.runs import models as rm
+from int21web.runs.store import goal_from
+from kernels import library as disk
+
+# Timings on a shared host move by several percent between sessions, sometimes by more than
+# 10 %; a speedup that moves by more than this is a different result, not noise.
+SCORE_TOLERANCE = 0.25
+
+
+# --------------------------------------------------------------------------- reading helpers
+
+def current_result(candidate: rm.Candidate) -> dict:
+    """The candidate's latest judged result: the newest finished Evaluation (status, score,
+    speedup), else the result the run recorded (a cached outcome has no Evaluation row)."""
+    ev = (rm.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False)
+          .order_by("-finished_at", "-attempt").first())
+    if ev is not None and ev.outcome:
+        res = ev.outcome.get("result") or {}
+        return {"evaluation": ev, "status": ev.status or res.get("status", ""), "score": res.get("score", 0.0),
+                "speedup": res.get("speedup") or ev.outcome.get("speedup") or {}, "outcome": ev.outcome}
+    res = candidate.result or {}
+    return {"evaluation": None, "status": res.get("status", candidate.status), "score": res.get("score", 0.0),
+            "speedup": res.get("speedup") or {}, "outcome": None}
+
+
+def goal_check(candidate: rm.Candidate, result: dict | None = None) -> tuple[bool, str]:
+    """Does the candidate meet its goal? Status ok, and faster than the strongest baseline
+    measured alongside it (speedup > 1), or at least the goal's target speedup."""
+    result = result or current_result(candidate)
+    if result["status"] != "ok":
+        return False, f"candidate #{candidate.id} is {result['status'] or 'not evaluated yet'}, not ok"
+    speed = result["speedup"]
+    if not speed:
+        return False, f"candidate #{candidate.id} was not timed against any baseline"
+    name, worst = min(speed.items(), key=lambda kv: kv[1])
+    target = ((candidate.run.spec.get("budget") or {}).get("target_speedup"))
+    if worst > 1.0 or (target is not None and worst >= target):
+        return True, f"{worst:.2f}x {name} (the strongest baseline)"
+    need = "more than 1x" + (f" or the goal's target {target:g}x" if target is not None else "")
+    return False, f"candidate #{candidate.id} runs at {worst:.2f}x {name} (the strongest baseline); it needs {need}"
+
+
+def shape_bucket_of(spec: dict) -> str:
+    """The bucket of the shape the goal timed (its first shape, else the workload's typical)."""
+    from kernels import workloads
+    wl = workloads.get(spec["workload"])
+    shapes = spec.get("shapes") or []
+    return disk.shape_bucket(wl.shape_from_text(shapes[0]) if shapes else wl.shapes.typical[0])
+
+
+def approvals(proposal: Proposal):
+    return proposal.reviews.filter(verdict="approve", dismissed_at__isnull=True)
+
+
+def differs(old: dict, new: dict) -> str | None:
+    """Why ``new`` is a different result from ``old`` ({status, score}), or None."""
+    if old["status"] != new["status"]:
+        return f"status {old['status']} became {new['status']}"
+    a, b = old["score"] or 0.0, new["score"] or 0.0
+    if max(a, b) > 0 and abs(a - b) / max(a, b) > SCORE_TOLERANCE:
+        return f"score {a:.3g} became {b:.3g} (more than {SCORE_TOLERANCE:.0%} apart)"
+    return None
+
+
+def _name(user) -> str:
+    return user.get_username() if user is not None else "system"
+
+
+def _audit(actor, action: str, *, candidate=None, proposal=None, before=None, after=None, message="") -> AuditEntry:
+    return AuditEntry.objects.create(actor=actor, actor_name=_name(actor), action=action,
+                                     candidate=candidate or (proposal.candidate if proposal else None),
+                                     proposal=proposal, before=before or {}, after=after or {}, message=message)
+
+
+def _snapshot(proposal: Proposal) -> dict:
+    return {"state": proposal.state, "approvals": approvals(proposal).count(),
+            "required": proposal.required_approvals}
+
+
+def _locked_proposal(proposal_id: int) -> Proposal:
+    try:
+        return Proposal.objects.select_for_update().select_related("candidate__run").get(pk=proposal_id)
+    except Proposal.DoesNotExist:
+        raise ValueError(f"there is no proposal #{proposal_id}") from None
+
+
+def _candidate(candidate_id: int) -> rm.Candidate:
+    try:
+        return rm.Candidate.objects.select_related("run", "run__goal").get(pk=candidate_id)
+    except rm.Candidate.DoesNotExist:
+        raise ValueError(f"there is no candidate #{candidate_id}") from None
+
+
+# --------------------------------------------------------------------------- comments
+
+def comment_post(*, candidate_id: int, user, body: str) -> Comment:
+    """Engineers and reviewers (and admins) comment on candidates."""
+    if not (has_role(user, "engineer") or has_role(user, "reviewer")):
+        raise RoleError("commenting needs the engineer or reviewer role")
+    body = (body or "").strip()
+    if not body:
+        raise ValueError("a comment needs some text")
+    if len(body) > 10000:
+        raise ValueError("a comment is at most 10000 characters")
+    cand = _candidate(candidate_id)
+    return Comment.objects.create(candidate=cand, author=user, author_name=_name(user), body=body)
+
+
+# --------------------------------------------------------------------------- the gate
+
+def promotion_propose(*, candidate_id: int, user, note: str = "") -> Proposal:
+    """Propose a candidate that meets its goal for promotion into the library (engineer)."""
+    require(user, "engineer", "proposing a candidate for promotion")
+    with transaction.atomic():
+        cand = _candidate(candidate_id)
+        result = current_result(cand)
+        meets, why = goal_check(cand, result)
+        if not meets:
+            raise ValueError(f"Only a candidate that meets its goal can be proposed: {why}.")
+        existing = Proposal.objects.filter(candidate=cand, state__in=Proposal.OPEN_STATES).first()
+        if existing:
+            raise ValueError(f"Candidate #{cand.id} is already proposed (proposal #{existing.id}, {existing.state}).")
+        goal_row = cand.run.goal
+        try:
+            with transaction.atomic():
+                prop = Proposal.objects.create(
+                    candidate=cand, note=(note or "").strip(), proposed_by=user, evaluation=result["evaluation"],
+                    shape_bucket=shape_bucket_of(cand.run.spec),
+                    required_approvals=max(1, goal_row.required_approvals if goal_row else 1))
+        except IntegrityError:
+            raise ValueError(f"Candidate #{cand.id} is already proposed.") from None
+        _audit(user, "propose", proposal=prop, after={**_snapshot(prop), "status": result["status"],
+                                                      "score": result["score"]}, message=why)
+    return prop
+
+
+def review_approve(*, proposal_id: int, user, comment: str = "") -> Review:
+    """A reviewer approves. When the approvals reach the goal's count, the held-out re-check
+    is queued; promotion follows when it passes."""
+    require(user, "reviewer", "approving a candidate")
+    with transaction.atomic():
+        prop = _locked_proposal(proposal_id)
+        cand = prop.candidate
+        if cand.run.started_by_id is not None and cand.run.started_by_id == user.pk:
+            raise RoleError(f"you started run #{cand.run_id}: someone else must approve its candidates")
+        if prop.state != "open":
+            raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; only an open proposal "
+                             "can be approved.")
+        if approvals(prop).filter(reviewer=user).exists():
+            raise ValueError(f"You have already approved proposal #{prop.id}.")
+        before = _snapshot(prop)
+        result = current_result(cand)
+        review = Review.objects.create(proposal=prop, reviewer=user, reviewer_name=_name(user), verdict="approve",
+                                       comment=(comment or "").strip(), evaluation=result["evaluation"],
+                                       status=result["status"], score=result["score"])
+        if approvals(prop).count() >= prop.required_approvals:
+            _start_recheck(prop, user)
+        _audit(user, "approve", proposal=prop, before=before, after=_snapshot(prop), message=review.comment)
+    return review
+
+
+def review_request_changes(*, proposal_id: int, user, comment: str) -> Review:
+    """A reviewer sends the proposal back; the comment (required) says what should change."""
+    require(user, "reviewer", "requesting changes")
+    comment = (comment or "").strip()
+    if not comment:
+        raise ValueError("Say what should change: requesting changes needs a comment.")
+    with transaction.atomic():
+        prop = _locked_proposal(proposal_id)
+        if prop.state not in Proposal.OPEN_STATES:
+            raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; it is no longer under review.")
+        before = _snapshot(prop)
+        result = current_result(prop.candidate)
+        review = Review.objects.create(proposal=prop, reviewer=user, reviewer_name=_name(user), verdict="changes",
+                                       comment=comment, evaluation=result["evaluation"], status=result["status"],
+                                       score=result["score"])
+        prop.state, prop.reason = "changes_requested", f"{_name(user)} requested changes"
+        prop.save(update_fields=["state", "reason", "updated_at"])
+        _audit(user, "request_changes", proposal=prop, before=before, after=_snapshot(prop), message=comment)
+    return review
+
+
+def _start_recheck(prop: Proposal, actor) -> None:
+    prop.state, prop.reason = "rechecking", "re-evaluating on the held-out shapes in a fresh sandbox"
+    ev = candidate_reevaluate(candidate_id=prop.candidate_id, user=None, held_out=True, proposal_id=prop.id,
+                              requested_by=_name(actor))
+    prop.recheck = ev
+    prop.save(update_fields=["state", "reason", "recheck", "updated_at"])
+
+
+# --------------------------------------------------------------------------- re-evaluation
+
+def candidate_reevaluate(*, candidate_id: int, user=None, held_out: bool = False, proposal_id: int | None = None,
+                         requested_by: str = "", sync: bool = False) -> rm.Evaluation:
+    """Judge the candidate again, as a new Evaluation attempt. The work runs on a worker of
+    the goal's target queue once this transaction commits; ``sync=True`` runs it here and
+    is for code already running on such a worker (a task), never for the web process.
+    ``user`` (an engineer) when a person asks; None when the gate asks (the held-out re-check)."""
+    if user is not None:
+        require(user, "engineer", "re-evaluating a candidate")
+    cand = _candidate(candidate_id)
+    with transaction.atomic():
+        rm.Candidate.objects.select_for_update().filter(pk=cand.pk).first()   # attempt numbers in order
+        attempt = (rm.Evaluation.objects.filter(candidate=cand).aggregate(n=Max("attempt"))["n"] or 0) + 1
+        ev = rm.Evaluation.objects.create(
+            candidate=cand, attempt=attempt, worker="queued",
+            outcome={"purpose": "held_out" if held_out else "reevaluate", "proposal": proposal_id,
+                     "requested_by": requested_by or _name(user)})
+        _audit(user, "reevaluate", candidate=cand, after={"evaluation": ev.id, "attempt": attempt,
+                                                          "held_out": held_out},
+               message=("held-out re-check before promotion" if held_out else "re-evaluation requested"))
+        if not sync:
+            from int21web.library.tasks import run_evaluation
+            queue = f"target.{cand.run.spec.get('target', 'cpu')}"
+            transaction.on_commit(lambda: run_evaluation.apply_async((ev.id,), queue=queue))
+    if sync:
+        evaluation_run(evaluation_id=ev.id)
+        ev.refresh_from_db()
+    return ev
+
+
+def evaluation_run(*, evaluation_id: int) -> None:
+    """On a worker: judge the candidate of a queued re-evaluation, store the outcome, then
+    settle the reviews (dismissals, the held-out verdict, promotion). Safe to run twice."""
+    from kernels.harness.evaluator import Evaluator
+    from swarm.executors import eval_settings
+    from swarm.types import Result
+
+    ev = rm.Evaluation.objects.select_related("candidate__run").get(pk=evaluation_id)
+    if ev.finished_at is not None:
+        return
+    cand = ev.candidate
+    request = dict(ev.outcome or {})
+    goal = goal_from(cand.run.spec)
+    held_out = request.get("purpose") == "held_out"
+    es = eval_settings(goal, held_out=held_out)
+    if held_out and not goal.held_out:
+        # No held-out shapes on the goal: the workload's own stand in (never searched on either).
+        from kernels import workloads
+        es.extra_shapes = tuple(es.extra_shapes) + tuple(workloads.get(goal.workload).shapes.held_out)
+    rm.Evaluation.objects.filter(pk=ev.pk).update(worker=socket.gethostname())
+    outcome = Evaluator(es).evaluate(cand.source, cand.params, goal.workload, goal.target)
+    result = Result.from_outcome(outcome, goal.metric)
+    data = {**outcome.to_json(), "result": result.to_json(), **request,
+            "held_out_shapes": [s.label() for s in es.extra_shapes] if held_out else []}
+    with transaction.atomic():
+        done = rm.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True).update(
+            status=result.status, outcome=data, finished_at=timezone.now())
+        if done:
+            evaluation_recorded(evaluation_id=ev.pk)
+
+
+def evaluation_recorded(*, evaluation_id: int) -> None:
+    """A new finished evaluation of a candidate: dismiss the approvals given on another
+    result; if it is a proposal's held-out re-check, fail the proposal or promote it."""
+    with transaction.atomic():
+        ev = rm.Evaluation.objects.select_related("candidate__run").get(pk=evaluation_id)
+        cand = ev.candidate
+        res = (ev.outcome or {}).get("result") or {}
+        new = {"status": ev.status, "score": res.get("score", 0.0)}
+        for prop in Proposal.objects.select_for_update().filter(candidate=cand, state__in=Proposal.OPEN_STATES):
+            for review in approvals(prop).exclude(evaluation_id=ev.pk):
+                why = differs({"status": review.status, "score": review.score}, new)
+                if why is None:
+                    continue
+                before = _snapshot(prop)
+                review.dismissed_at = timezone.now()
+                review.dismissed_reason = f"re-evaluation #{ev.attempt}: {why}"[:500]
+                review.save(update_fields=["dismissed_at", "dismissed_reason"])
+                _audit(None, "dismiss_approval", proposal=prop, before=before, after=_snapshot(prop),
+                       message=f"{review.reviewer_name}'s approval dismissed: {review.dismissed_reason}")
+            if prop.state == "rechecking" and prop.recheck_id == ev.pk:
+                _settle_recheck(prop, ev, new)
+
+
+def _settle_recheck(prop: Proposal, ev: rm.Evaluation, new: dict) -> None:
+    before = _snapshot(prop)
+    if new["status"] != "ok":
+        reason = (ev.outcome or {}).get("reason", "")
+        prop.state, prop.reason = "recheck_failed", f"held-out re-check: {new['status']}: {reason}"[:500]
+        prop.save(update_fields=["state", "reason", "updated_at"])
+        _audit(None, "recheck_failed", proposal=prop, before=before, after=_snapshot(prop), message=reason)
+    elif approvals(prop).count() < prop.required_approvals:
+        prop.state = "open"
+        prop.reason = "the held-out re-check passed with a different result; approvals were dismissed"
+        prop.save(update_fields=["state", "reason", "updated_at"])
+        _audit(None, "recheck_passed", proposal=prop, before=before, after=_snapshot(prop), message=prop.reason)
+    else:
+        _audit(None, "recheck_passed", proposal=prop, before=before, after=before,
+               message=(ev.outcome or {}).get("reason", ""))
+        kernel_promote(proposal_id=prop.id)
+
+
+# --------------------------------------------------------------------------- the library
+
+def kernel_promote(*, proposal_id: int, user=None) -> KernelVersion:
+    """Promote an approved candidate whose held-out re-check passed: a new version for its
+    (workload, target), champion of its shape bucket unless the champion scores higher,
+    written to the library folder on commit. The gate calls this itself when the re-check
+    passes; ``user`` (a reviewer) when a person does."""
+    if user is not None:
+        require(user, "reviewer", "promoting a kernel")
+    with transaction.atomic():
+        prop = _locked_proposal(proposal_id)
+        cand = prop.candidate
+        if prop.state != "rechecking":
+            raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; only an approved proposal "
+                             "whose held-out re-check passed can be promoted.")
+        ev = prop.recheck
+        if ev is None or ev.finished_at is None:
+            raise ValueError(f"Proposal #{prop.id} is still being re-checked on its held-out shapes.")
+        if ev.status != "ok":
+            raise ValueError(f"Proposal #{prop.id} failed its held-out re-check ({ev.status}).")
+        if approvals(prop).count() < prop.required_approvals:
+            raise ValueError(f"Proposal #{prop.id} has {approvals(prop).count()} of "
+                             f"{prop.required_approvals} approvals.")
+        spec = cand.run.spec
+        workload, target = spec["workload"], spec.get("target", "cpu")
+        score = (ev.outcome.get("result") or {}).get("score", 0.0)
+        version = (KernelVersion.objects.select_for_update().filter(workload=workload, target=target)
+                   .aggregate(n=Max("version"))["n"] or 0) + 1
+        champ = KernelVersion.objects.filter(workload=workload, target=target, shape_bucket=prop.shape_bucket,
+                                             champion=True).first()
+        crowned = champ is None or score >= champ.score
+        if crowned and champ is not None:
+            champ.champion = False
+            champ.save(update_fields=["champion"])
+        kv = KernelVersion.objects.create(
+            workload=workload, target=target, version=version, shape_bucket=prop.shape_bucket, champion=crowned,
+            candidate=cand, proposal=prop, source=cand.source, params=cand.params, score=score, manifest={},
+            promoted_by=user)
+        kv.manifest = evidence.manifest(kv, prop, ev)
+        kv.save(update_fields=["manifest"])
+        before = _snapshot(prop)
+        prop.state, prop.reason = "promoted", f"promoted as {workload} on {target} v{version}"
+        prop.save(update_fields=["state", "reason", "updated_at"])
+        _audit(user, "promote", proposal=prop, before=before,
+               after={**_snapshot(prop), "kernel": kv.id, "version": version, "champion": crowned},
+               message=prop.reason + (" (champion)" if crowned else f" (v{champ.version} stays champion)"))
+        transaction.on_commit(lambda: kernel_write(kernel_id=kv.id))
+    return kv
+
+
+def kernel_crown(*, kernel_id: int, user) -> KernelVersion:
+    """Make a promoted version the champion of its shape bucket (reviewer)."""
+    require(user, "reviewer", "choosing a champion")
+    with transaction.atomic():
+        kv = KernelVersion.objects.select_for_update().filter(pk=kernel_id).first()
+        if kv is None:
+            raise ValueError(f"there is no promoted kernel #{kernel_id}")
+        old = KernelVersion.objects.filter(workload=kv.workload, target=kv.target, shape_bucket=kv.shape_bucket,
+                                           champion=True).exclude(pk=kv.pk).first()
+        if old:
+            old.champion = False
+            old.save(update_fields=["champion"])
+        kv.champion = True
+        kv.save(update_fields=["champion"])
+        _audit(user, "crown", candidate=kv.candidate, before={"champion": old.version if old else None},
+               after={"champion": kv.version}, message=f"{kv} is the champion for {kv.shape_bucket}")
+        transaction.on_commit(lambda: kernel_write(kernel_id=kv.id))
+    return kv
+
+
+def kernel_write(*, kernel_id: int, root=None) -> None:
+    """Write a promoted version to the library folder (and its champion pointer)."""
+    kv = KernelVersion.objects.get(pk=kernel_id)
+    root = root or settings.INT21_LIBRARY_DIR
+    disk.write_version(kv.manifest, kv.source, root)
+    if kv.champion:
+        disk.set_champion(kv.workload, kv.target, kv.shape_bucket, kv.version, root)
+
+
+def library_export(*, root=None) -> int:
+    """Write every promoted version and the champions to ``root`` (a host's library folder)."""
+    n = 0
+    for kv in KernelVersion.objects.order_by("id"):
+        kernel_write(kernel_id=kv.id, root=root)
+        n += 1
+    return n

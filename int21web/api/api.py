@@ -1,9 +1,10 @@
 """The REST API: one NinjaAPI mounted at /api/ (schema /api/openapi.json, docs /api/docs).
 Endpoints are thin: parse (the schemas), check the role, call one service or selector."""
+from django.apps import apps
 from ninja import NinjaAPI
 
-from int21web.api import errors
-from int21web.api.auth import AUTH
+from int21web.api import errors, selectors
+from int21web.api.auth import AUTH, need
 from int21web.api.routes import goals, runs
 
 api = NinjaAPI(title="INT21 Kernel Factory API", version="1", urls_namespace="api", auth=AUTH, parser=errors.StrictParser(),
@@ -13,6 +14,9 @@ api = NinjaAPI(title="INT21 Kernel Factory API", version="1", urls_namespace="ap
 errors.install(api)
 api.add_router("", goals.router)
 api.add_router("", runs.router)
+if apps.is_installed("int21web.library"):      # the review gate and the kernel library
+    from int21web.api.routes import library
+    api.add_router("", library.router)
 
 
 @api.get("/me", tags=["accounts"], summary="Who the API thinks you are, and your roles")
@@ -20,3 +24,9 @@ def me(request):
     from int21web.accounts.roles import roles_of
     user = request.auth
     return {"username": user.username, "roles": sorted(roles_of(user))}
+
+
+@api.get("/workers", tags=["workers"], summary="Workers of the fleet: queues, targets, heartbeat, status")
+def worker_list(request):
+    need(request, "viewer", "reading workers")
+    return selectors.workers()

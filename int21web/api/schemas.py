@@ -131,4 +131,12 @@ class GuidanceIn(In):
 
 
 class CommentIn(In):
-    comment: str = Field("", max_length=5000)
+    body: str = Field(min_length=1, max_length=10000)
+
+
+class NoteIn(In):
+    note: str = Field("", max_length=5000, description="why this candidate should ship")
+
+
+class ReviewIn(In):
+    comment: str = Field("", max_length=10000)

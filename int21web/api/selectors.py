@@ -5,6 +5,7 @@ import csv
 import io
 import json
 
+from django.apps import apps
 from django.db.models import Count
 
 from int21web.runs import models as m
@@ -60,8 +61,20 @@ def run_json(run: m.Run, *, detail: bool = False) -> dict:
     if detail:
         out.update(spec=run.spec, agent_stats=run.agent_stats, active_seconds=run.active_seconds,
                    stagnant=run.stagnant, fingerprint=run.fingerprint,
-                   llm_usage=getattr(run, "llm_usage", {}) or {})
+                   llm_usage=getattr(run, "llm_usage", {}) or {}, workers=worker_availability(run.spec.get("target")))
     return out
+
+
+def worker_availability(target: str | None) -> dict:
+    """Whether the run's target queue has a live worker (its evaluations wait otherwise)."""
+    from int21web.fleet.selectors import live_worker_for
+    av = live_worker_for(target or "cpu")
+    return {"live": av.live, "reason": av.reason, "workers": list(av.workers)}
+
+
+def workers() -> list[dict]:
+    from int21web.fleet.selectors import workers as fleet_workers
+    return fleet_workers()
 
 
 def runs(*, state: str | None = None, goal_id: int | None = None, limit: int = 100) -> list[dict]:
@@ -94,6 +107,8 @@ def candidate_json(c: m.Candidate) -> dict:
                              "started_at": _at(e.started_at), "finished_at": _at(e.finished_at),
                              "outcome": e.outcome}
                             for e in c.evaluations.order_by("attempt")])
+    if apps.is_installed("int21web.library"):
+        out["comments"] = comments(c.id)
     return out
 
 
@@ -140,3 +155,71 @@ def candidates_csv(run_id: int) -> str:
                    + [" ".join(map(str, c.parents)), _cell(r.get("reason", "")), _cell(c.rationale),
                       _at(c.created_at), _at(c.evaluated_at)])
     return buf.getvalue()
+
+
+# ------------------------------------------------------------------ reviews and the library
+# (int21web.library is imported here, not at the top: the API mounts these endpoints only
+# where that app is installed)
+
+def comment_json(c) -> dict:
+    return {"id": c.id, "candidate": c.candidate_id, "author": c.author_name, "body": c.body,
+            "created_at": _at(c.created_at)}
+
+
+def comments(candidate_id: int) -> list[dict]:
+    from int21web.library.models import Comment
+    return [comment_json(c) for c in Comment.objects.filter(candidate_id=candidate_id).order_by("id")]
+
+
+def _review_json(r) -> dict:
+    return {"id": r.id, "reviewer": r.reviewer_name, "verdict": r.verdict, "comment": r.comment,
+            "status": r.status, "score": r.score, "created_at": _at(r.created_at),
+            "dismissed_at": _at(r.dismissed_at), "dismissed_reason": r.dismissed_reason or None}
+
+
+def proposal_json(p, *, audit: bool = False) -> dict:
+    from int21web.library.services import approvals
+    cand = p.candidate
+    kernel = getattr(p, "kernel", None) if p.state == "promoted" else None
+    out = {"id": p.id, "candidate": cand.id, "run": cand.run_id, "workload": cand.run.spec.get("workload"),
+           "target": cand.run.spec.get("target"), "state": p.state, "reason": p.reason, "note": p.note,
+           "shape_bucket": p.shape_bucket, "required_approvals": p.required_approvals,
+           "approvals": approvals(p).count(), "proposed_by": _user(p.proposed_by),
+           "recheck_evaluation": p.recheck_id, "kernel": kernel.id if kernel else None,
+           "created_at": _at(p.created_at), "updated_at": _at(p.updated_at),
+           "reviews": [_review_json(r) for r in p.reviews.order_by("id")]}
+    if audit:
+        out["audit"] = [{"actor": a.actor_name, "action": a.action, "before": a.before, "after": a.after,
+                         "message": a.message, "at": _at(a.created_at)} for a in p.audit.order_by("id")]
+    return out
+
+
+def proposals(*, state: str | None = None, limit: int = 100) -> list[dict]:
+    from int21web.library.models import Proposal
+    rows = Proposal.objects.select_related("candidate__run", "proposed_by").order_by("-id")
+    if state:
+        rows = rows.filter(state=state)
+    return [proposal_json(p) for p in rows[:limit]]
+
+
+def kernel_json(kv, *, detail: bool = False) -> dict:
+    out = {"id": kv.id, "workload": kv.workload, "target": kv.target, "version": kv.version,
+           "shape_bucket": kv.shape_bucket, "champion": kv.champion, "candidate": kv.candidate_id,
+           "proposal": kv.proposal_id, "score": kv.score, "params": kv.params,
+           "promoted_by": _user(kv.promoted_by) or "the approval gate", "created_at": _at(kv.created_at),
+           "download": f"/api/library/{kv.id}/download"}
+    if detail:
+        out.update(source=kv.source, manifest=kv.manifest)
+    return out
+
+
+def kernels(*, workload: str | None = None, target: str | None = None, champion: bool | None = None) -> list[dict]:
+    from int21web.library.models import KernelVersion
+    rows = KernelVersion.objects.select_related("promoted_by").order_by("workload", "target", "-version")
+    if workload:
+        rows = rows.filter(workload=workload)
+    if target:
+        rows = rows.filter(target=target)
+    if champion is not None:
+        rows = rows.filter(champion=champion)
+    return [kernel_json(kv) for kv in rows]

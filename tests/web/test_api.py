@@ -383,6 +383,11 @@ def test_garbage_posted_to_every_write_endpoint_is_a_4xx_with_a_json_error(erin,
             ("post", "/api/goals/validate"), ("post", "/api/runs"), ("post", f"/api/runs/{run['id']}/guidance"),
             ("post", f"/api/runs/{run['id']}/pause"), ("post", f"/api/runs/{run['id']}/resume"),
             ("post", f"/api/runs/{run['id']}/stop")]
+    if __import__("django.apps").apps.apps.is_installed("int21web.library"):
+        a, _ = _candidates(run["id"])
+        urls += [("post", f"/api/candidates/{a.id}/propose"), ("post", f"/api/candidates/{a.id}/comments"),
+                 ("post", "/api/reviews/1/approve"), ("post", "/api/reviews/1/request-changes"),
+                 ("post", "/api/library/1/crown")]
     urls += [(method, url.replace(f"/{run['id']}/", "/abc/").replace(f"/{goal['id']}", "/99999999999999999999999"))
              for method, url in urls]
     for method, url in urls:
@@ -393,11 +398,108 @@ def test_garbage_posted_to_every_write_endpoint_is_a_4xx_with_a_json_error(erin,
                 assert "error" in resp.json(), (url, body)
 
 
+def test_workers_are_listed_from_the_fleet(vic, run):
+    resp = vic.get("/api/workers")
+    assert resp.status_code == 200 and isinstance(resp.json(), list)
+    assert "live" in vic.get(f"/api/runs/{run['id']}").json()["workers"]
+
+
 def test_garbage_in_query_strings_is_a_4xx(vic, run):
     for url in (f"/api/runs?state=exploded", f"/api/runs?limit=-1", f"/api/runs?goal=1e99",
                 f"/api/runs/{run['id']}/events?after=-3", f"/api/runs/{run['id']}/events?after=99999999999999999999999",
                 f"/api/runs/{run['id']}/candidates?status=%00", "/api/goals?workload=%00",
-                f"/api/runs/{run['id']}/candidates?generation=x", "/api/runs/0", "/api/candidates/-1"):
+                f"/api/runs/{run['id']}/candidates?generation=x", "/api/runs/0", "/api/candidates/-1",
+                "/api/library?workload=%00", "/api/reviews?state=nope", "/api/library/0/download"):
         resp = vic.get(url)
         assert 400 <= resp.status_code < 500, (url, resp.content[:300])
         assert "error" in resp.json()
+
+
+# ------------------------------------------------------------------ reviews and the library
+
+library_installed = pytest.mark.skipif(not __import__("django.apps").apps.apps.is_installed("int21web.library"),
+                                       reason="the library app is not installed")
+
+
+def _finish_recheck(proposal_id, status="ok", score=1.5):
+    """What a worker does when the held-out re-check ends: the Evaluation row is finished,
+    then the gate settles it (library.services.evaluation_recorded)."""
+    from django.utils import timezone
+
+    from int21web.library import services as lib
+    from int21web.library.models import Proposal
+    ev = Proposal.objects.get(pk=proposal_id).recheck
+    m.Evaluation.objects.filter(pk=ev.pk).update(
+        status=status, finished_at=timezone.now(),
+        outcome={**(ev.outcome or {}), "status": status, "reason": "held-out shapes pass",
+                 "result": {"status": status, "score": score, "speedup": {"numpy": 2.0, "torch": score}},
+                 "fingerprint": {"cpu": "test"}, "stages": []})
+    lib.evaluation_recorded(evaluation_id=ev.pk)
+
+
+@library_installed
+def test_a_candidate_is_proposed_approved_by_someone_else_and_lands_in_the_library(people, erin, run):
+    import zipfile
+    a, b = _candidates(run["id"])
+    rita = client_for(people["rita"])
+    assert post(erin, f"/api/candidates/{b.id}/propose", {}).status_code == 409        # not evaluated: not ok
+    assert post(vic_client := client_for(people["vic"]), f"/api/candidates/{a.id}/propose", {}).status_code == 403
+    resp = post(erin, f"/api/candidates/{a.id}/propose", {"note": "fastest so far"})
+    assert resp.status_code == 201, resp.content
+    prop = resp.json()
+    assert prop["state"] == "open" and prop["required_approvals"] == 1 and prop["proposed_by"] == "erin"
+    again = post(erin, f"/api/candidates/{a.id}/propose", {})
+    assert again.status_code == 409 and "already proposed" in again.json()["error"]
+
+    assert post(erin, f"/api/reviews/{prop['id']}/approve", {}).json()["role"] == "reviewer"
+    assert [p["id"] for p in vic_client.get("/api/reviews?state=open").json()] == [prop["id"]]
+    approved = post(rita, f"/api/reviews/{prop['id']}/approve", {"comment": "clean"})
+    assert approved.status_code == 200, approved.content
+    assert approved.json()["state"] == "rechecking" and approved.json()["approvals"] == 1
+
+    _finish_recheck(prop["id"])
+    done = vic_client.get(f"/api/reviews/{prop['id']}").json()
+    assert done["state"] == "promoted" and done["kernel"]
+    assert {"propose", "approve", "recheck_passed", "promote"} <= {a["action"] for a in done["audit"]}
+
+    kernels = vic_client.get("/api/library?workload=softmax").json()
+    assert [k["id"] for k in kernels] == [done["kernel"]] and kernels[0]["champion"] is True
+    kv = vic_client.get(f"/api/library/{done['kernel']}").json()
+    assert kv["source"] == a.source and kv["manifest"]["candidate"]["id"] == a.id
+    z = vic_client.get(f"/api/library/{done['kernel']}/download")
+    assert z.status_code == 200 and z["Content-Type"] == "application/zip"
+    names = zipfile.ZipFile(io.BytesIO(b"".join(z.streaming_content) if z.streaming else z.content))
+    manifest = json.loads(names.read(next(n for n in names.namelist() if n.endswith("manifest.json"))))
+    assert manifest == kv["manifest"]
+    assert vic_client.get("/api/library/777777").status_code == 404
+
+
+@library_installed
+def test_a_reviewer_requests_changes_with_a_comment_and_cannot_approve_their_own_run(people, erin, goal, run):
+    a, _ = _candidates(run["id"])
+    rita = client_for(people["rita"])
+    prop = post(erin, f"/api/candidates/{a.id}/propose", {}).json()
+    empty = post(rita, f"/api/reviews/{prop['id']}/request-changes", {"comment": "  "})
+    assert empty.status_code == 400 and empty.json()["field"] == "comment"
+    sent_back = post(rita, f"/api/reviews/{prop['id']}/request-changes", {"comment": "test the tail rows"})
+    assert sent_back.status_code == 200 and sent_back.json()["state"] == "changes_requested"
+    assert post(rita, f"/api/reviews/{prop['id']}/approve", {}).status_code == 409     # no longer open
+
+    ada = User.objects.create_user("ada", password="x")
+    ada.groups.add(Group.objects.get_or_create(name="admin")[0])
+    ada_c = client_for(ada)
+    own = post(ada_c, "/api/runs", {"goal_id": goal["id"]}).json()
+    mine, _ = _candidates(own["id"])
+    p2 = post(ada_c, f"/api/candidates/{mine.id}/propose", {}).json()
+    refused = post(ada_c, f"/api/reviews/{p2['id']}/approve", {})
+    assert refused.status_code == 403 and "someone else" in refused.json()["error"]
+
+
+@library_installed
+def test_comments_on_a_candidate(people, erin, vic, run):
+    a, _ = _candidates(run["id"])
+    assert post(erin, f"/api/candidates/{a.id}/comments", {"body": "nice"}).status_code == 201
+    assert post(vic, f"/api/candidates/{a.id}/comments", {"body": "me too"}).status_code == 403
+    assert post(erin, f"/api/candidates/{a.id}/comments", {"body": ""}).json()["field"] == "body"
+    assert [c["body"] for c in vic.get(f"/api/candidates/{a.id}/comments").json()] == ["nice"]
+    assert vic.get(f"/api/candidates/{a.id}").json()["comments"][0]["author"] == "erin"

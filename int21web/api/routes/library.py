@@ -1,0 +1,134 @@
+"""/api/reviews, /api/library and candidate comments/proposals: the approval gate and the
+kernel library, through int21web.library's services (which enforce the gate's rules).
+A rule that refuses (not the goal met, already proposed, not open, self-approval) is a 409
+or 403 with the service's own sentence."""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from django.http import HttpResponse
+from ninja import Query, Router, Status
+
+from int21web.api import selectors
+from int21web.api.auth import need
+from int21web.api.errors import ApiError, not_found
+from int21web.api.schemas import CommentIn, Id, NoteIn, ReviewIn
+from int21web.library import evidence, services
+from int21web.library.models import KernelVersion, Proposal
+from int21web.runs import models as rm
+
+router = Router(tags=["reviews and library"])
+
+
+def _call(fn, **kw):
+    """The library's services say what is wrong with a ValueError meant for the user."""
+    try:
+        return fn(**kw)
+    except ValueError as exc:
+        raise ApiError(409, str(exc)) from None
+
+
+def _candidate(candidate_id: int) -> int:
+    if not rm.Candidate.objects.filter(pk=candidate_id).exists():
+        raise not_found("candidate", candidate_id)
+    return candidate_id
+
+
+def _proposal(proposal_id: int) -> Proposal:
+    p = Proposal.objects.select_related("candidate__run", "proposed_by").filter(pk=proposal_id).first()
+    if p is None:
+        raise not_found("proposal", proposal_id)
+    return p
+
+
+def _kernel(kernel_id: int) -> KernelVersion:
+    kv = KernelVersion.objects.select_related("candidate", "promoted_by").filter(pk=kernel_id).first()
+    if kv is None:
+        raise not_found("kernel", kernel_id)
+    return kv
+
+
+@router.get("/candidates/{candidate_id}/comments", summary="Comments on a candidate")
+def comment_list(request, candidate_id: Id):
+    need(request, "viewer", "reading candidates")
+    return selectors.comments(_candidate(candidate_id))
+
+
+@router.post("/candidates/{candidate_id}/comments", response={201: dict},
+             summary="Comment on a candidate (engineer or reviewer)")
+def comment_post(request, candidate_id: Id, payload: CommentIn):
+    c = _call(services.comment_post, candidate_id=_candidate(candidate_id), user=request.auth, body=payload.body)
+    return Status(201, selectors.comment_json(c))
+
+
+@router.post("/candidates/{candidate_id}/propose", response={201: dict},
+             summary="Propose a candidate that meets its goal for promotion (engineer)")
+def proposal_create(request, candidate_id: Id, payload: Optional[NoteIn] = None):
+    need(request, "engineer", "proposing a candidate for promotion")
+    p = _call(services.promotion_propose, candidate_id=_candidate(candidate_id), user=request.auth,
+              note=payload.note if payload else "")
+    return Status(201, selectors.proposal_json(_proposal(p.id)))
+
+
+@router.get("/reviews", summary="Proposals: the open ones (the review queue) and recent decisions")
+def proposal_list(request, state: Optional[Literal["open", "changes_requested", "rechecking", "recheck_failed",
+                                                  "promoted"]] = None,
+                  limit: int = Query(100, ge=1, le=1000)):
+    need(request, "viewer", "reading reviews")
+    return selectors.proposals(state=state, limit=limit)
+
+
+@router.get("/reviews/{proposal_id}", summary="A proposal with its reviews and audit trail")
+def proposal_get(request, proposal_id: Id):
+    need(request, "viewer", "reading reviews")
+    return selectors.proposal_json(_proposal(proposal_id), audit=True)
+
+
+@router.post("/reviews/{proposal_id}/approve", summary="Approve (reviewer; not a run you started)")
+def review_approve(request, proposal_id: Id, payload: Optional[ReviewIn] = None):
+    need(request, "reviewer", "approving a candidate")
+    _call(services.review_approve, proposal_id=_proposal(proposal_id).id, user=request.auth,
+          comment=payload.comment if payload else "")
+    return selectors.proposal_json(_proposal(proposal_id))
+
+
+@router.post("/reviews/{proposal_id}/request-changes", summary="Request changes, saying what (reviewer)")
+def review_request_changes(request, proposal_id: Id, payload: ReviewIn):
+    need(request, "reviewer", "requesting changes")
+    if not payload.comment.strip():
+        raise ApiError(400, "say what should change: requesting changes needs a comment", field="comment")
+    _call(services.review_request_changes, proposal_id=_proposal(proposal_id).id, user=request.auth,
+          comment=payload.comment)
+    return selectors.proposal_json(_proposal(proposal_id))
+
+
+@router.get("/library", summary="Promoted kernels, newest version first per (workload, target)")
+def kernel_list(request, workload: Optional[str] = Query(None, max_length=64, pattern=r"^[\w.-]+$"),
+                target: Optional[str] = Query(None, max_length=32, pattern=r"^[\w.-]+$"),
+                champion: Optional[bool] = None):
+    need(request, "viewer", "reading the library")
+    return selectors.kernels(workload=workload, target=target, champion=champion)
+
+
+@router.get("/library/{kernel_id}", summary="A promoted kernel: source, params and its evidence manifest")
+def kernel_get(request, kernel_id: Id):
+    need(request, "viewer", "reading the library")
+    return selectors.kernel_json(_kernel(kernel_id), detail=True)
+
+
+@router.get("/library/{kernel_id}/download", summary="The kernel as a zip: source + manifest.json")
+def kernel_download(request, kernel_id: Id):
+    need(request, "viewer", "reading the library")
+    kv = _kernel(kernel_id)
+    resp = HttpResponse(evidence.zip_bytes(kv), content_type="application/zip")
+    resp["Content-Disposition"] = f'attachment; filename="{evidence.zip_name(kv)}"'
+    return resp
+
+
+@router.post("/library/{kernel_id}/crown", summary="Make this version the champion of its shape bucket (reviewer)")
+def kernel_crown(request, kernel_id: Id):
+    need(request, "reviewer", "choosing a champion")
+    kv = _call(services.kernel_crown, kernel_id=_kernel(kernel_id).id, user=request.auth)
+    return selectors.kernel_json(_kernel(kv.id))
+
+

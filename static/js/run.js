@@ -95,7 +95,9 @@
     dirty = false;
     var layout = {margin: {l: 45, r: 10, t: 10, b: 40}, height: 300, legend: {orientation: "h"}};
     Plotly.react("chart-best", baselines.map(function (b) {
-      return {x: S.bestSeries[b].x, y: S.bestSeries[b].y, name: "vs " + b, mode: "lines+markers", line: {shape: "hv"}};
+      // copies: Plotly.react redraws only data it has not seen (arrays compared by identity)
+      return {x: S.bestSeries[b].x.slice(), y: S.bestSeries[b].y.slice(), name: "vs " + b, mode: "lines+markers",
+              line: {shape: "hv"}};
     }), Object.assign({}, layout, {xaxis: {title: {text: "evaluations"}}, yaxis: {title: {text: "speedup ×"}}}));
     var gs = Object.keys(S.gens).map(Number).sort(function (a, b) { return a - b; });
     var pending = gs.map(function (g) { var s = S.gens[g]; return Math.max(0, s.proposed - s.ok - s.failed); });

@@ -49,8 +49,11 @@ def test_a_new_user_writes_a_goal_starts_a_run_and_steers_it(login, server):
              for i in range(page.locator("tr.param-row").count())]
     vec, threads = names.index("VEC"), names.index("THREADS")
     page.locator(f"input[name='space-p-{vec}-choices']").fill("8, 16")
-    page.locator(f"input[name='space-p-{threads}-low']").fill("1")
-    page.locator(f"input[name='space-p-{threads}-high']").fill("1")
+    if page.locator(f"select[name='space-p-{threads}-kind']").input_value() == "int":
+        page.locator(f"input[name='space-p-{threads}-low']").fill("1")
+        page.locator(f"input[name='space-p-{threads}-high']").fill("2")
+    else:
+        page.locator(f"input[name='space-p-{threads}-choices']").fill("1, 2")
     page.click("#add-constraint")
     page.locator("input[name='space-c-0-expr']").fill("cols % VEC == 0")
     page.locator("input[name='space-c-0-message']").fill("whole vectors per row")
@@ -78,6 +81,9 @@ def test_a_new_user_writes_a_goal_starts_a_run_and_steers_it(login, server):
     pinned_gen = min(r["gen"] for r in later if "VEC=16" in r["params"])
     after = [r for r in later if r["gen"] > pinned_gen]
     assert after and all("VEC=16" in r["params"] for r in after), later
+    # the engineer's own space held throughout: THREADS only 1 or 2, VEC only 8 or 16
+    assert all(re.search(r"THREADS=[12]\b", r["params"]) and re.search(r"VEC=(8|16)\b", r["params"])
+               for r in later), later
     shot(page, "run-live")
     # a reload replays the same run from the stored events: same rows, no duplicates
     rows = page.locator("#candidates tbody tr").count()

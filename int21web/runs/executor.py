@@ -7,7 +7,9 @@ While it waits, the executor also keeps delivery honest:
   lost and the candidate is queued again under the next attempt number;
 - after the broker restarts (Redis's run id changed), attempts that no worker claimed yet are
   published again, since a broker without persistence forgets its queues (a duplicate of a
-  message that survived is a no-op: the claim is the row);
+  message that survived is a no-op: the claim is the row); so are unclaimed attempts while
+  the target's queue stays empty over two checks (a message lost any other way: published
+  just after a restart, before the workers had declared their queues again);
 - a publish that failed (broker down) is tried again every ``check_seconds``;
 - a candidate that lost ``max_attempts`` workers is a value, not a loop: it is recorded as
   crashed with the reason.
@@ -55,6 +57,7 @@ class CeleryExecutor:
         deadline = None if self.timeout_seconds is None else time.monotonic() + self.timeout_seconds
         next_check = time.monotonic() + self.check_seconds
         next_publish = 0.0
+        empty_checks = 0
         while waiting:
             if unsent and time.monotonic() >= next_publish:
                 next_publish = time.monotonic() + self.check_seconds
@@ -74,13 +77,20 @@ class CeleryExecutor:
                         yield cid, Result(status="crashed", reason=why), {"attempt": attempts[cid] - 1}
                     else:
                         unsent.add(cid)
+                claimed = set(m.Evaluation.objects.filter(candidate_id__in=waiting).values_list(
+                    "candidate_id", "attempt"))
+                unclaimed = {cid for cid in waiting if (cid, attempts[cid]) not in claimed} - unsent
                 now_epoch = broker_epoch()
-                if now_epoch and epoch and now_epoch != epoch:
-                    claimed = set(m.Evaluation.objects.filter(candidate_id__in=waiting).values_list(
-                        "candidate_id", "attempt"))
-                    again = {cid for cid in waiting if (cid, attempts[cid]) not in claimed}
-                    log.warning("the broker restarted: publishing %d unclaimed evaluations again", len(again))
-                    unsent |= again
+                if unclaimed and now_epoch and epoch and now_epoch != epoch:
+                    log.warning("the broker restarted: publishing %d unclaimed evaluations again", len(unclaimed))
+                    unsent |= unclaimed
+                elif unclaimed:
+                    empty_checks = empty_checks + 1 if queue_size(queue) == 0 else 0
+                    if empty_checks >= 2:
+                        log.warning("%d unclaimed evaluations are not in %s: publishing them again",
+                                    len(unclaimed), queue)
+                        unsent |= unclaimed
+                        empty_checks = 0
                 epoch = now_epoch or epoch
             time.sleep(self.poll_seconds)
 
@@ -114,6 +124,18 @@ class CeleryExecutor:
                    f"(no heartbeat for {stale_after.total_seconds():g} s)")
             log.warning("candidate %s: %s; queued attempt %s", ev.candidate_id, why, ev.attempt + 1)
             yield ev.candidate_id, why
+
+
+def queue_size(queue: str) -> int | None:
+    """Messages waiting in a queue (not those a worker holds); None when unknown."""
+    if settings.CELERY_EMBEDDED:
+        return None
+    from int21web.celery import app
+    try:
+        with app.pool.acquire(block=True, timeout=2) as conn:
+            return int(conn.default_channel._size(queue))
+    except Exception:
+        return None
 
 
 _redis_client = None

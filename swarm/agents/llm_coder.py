@@ -8,6 +8,7 @@ by the harness) or, when unusable, a recorded failure with the raw answer
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
 from swarm.agents.base import Context
 from swarm.llm.answers import Unusable, kernel_from_answer
@@ -43,7 +44,9 @@ class LLMCoder:
             c = broken[-1]
             out.append((f"#{c.id}, a rewrite that failed: {c.result.status}", c.source, c.params, c,
                         "First fix what the harness reported, then make it fast."))
-        for c in ctx.elites:
+        # The best kernels first, those this agent has rewritten fewer times before the others.
+        used = Counter(p for c in mine for p in c.parents)
+        for c in sorted(ctx.elites, key=lambda c: (used[c.id], -c.score)):
             if len(out) >= n:
                 break
             if ctx.legal(c.params):

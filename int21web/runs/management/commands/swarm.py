@@ -129,4 +129,5 @@ def run_summary(run_id: int) -> dict:
                                         "speedup": (b.result or {}).get("speedup", {}), "score": b.score},
         "history": history,
         "allocation": [g.allocation for g in run.generations.order_by("index")],
+        "llm": run.llm_usage or {},   # requests, tokens, cost… when LLM agents were in the team
     }

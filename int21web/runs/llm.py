@@ -17,6 +17,9 @@ def goal_llm_errors(data) -> dict[str, str]:
     """``{}`` when a goal's model choice is valid, else ``{"llm.<field>": message}``."""
     try:
         llm_config.validate_goal_llm(data)
+        llm_config.resolve(data)          # also: a server outside LLM_ALLOWED_BASE_URLS
+    except llm_config.NotConfigured:
+        return {}                         # valid; the LLM agents will stand aside until a model is set
     except llm_config.LLMConfigError as exc:
         return {exc.field: exc.message}
     return {}

@@ -16,6 +16,7 @@ Environment::
     LLM_MAX_TOKENS      answer cap, default 4096 LLM_MAX_RETRIES  on 429/5xx, default 2
     LLM_BUDGET_REQUESTS per run, default 40      LLM_BUDGET_TOKENS per run, default 400000
     LLM_BUDGET_COST     per run, in the provider's reported unit (unset: no cost cap)
+    LLM_ALLOWED_BASE_URLS  comma-separated servers a goal may choose (unset: any, without the key)
 """
 from __future__ import annotations
 
@@ -242,7 +243,20 @@ def resolve(goal_llm: Mapping | None = None, environ: Mapping[str, str] | None =
         cfg = replace(cfg, budget=replace(cfg.budget, **choice["budget"]))
     if (cfg.provider, cfg.base_url) != (base.provider, base.base_url):
         cfg = replace(cfg, api_key=None)   # the key goes only where the environment sends it
+        allowed = allowed_base_urls(environ)
+        if allowed is not None and cfg.base_url not in allowed | {base.base_url}:
+            raise LLMConfigError("llm.base_url", f"{cfg.base_url} is not one of the servers this factory may "
+                                                 f"use (LLM_ALLOWED_BASE_URLS)")
     return cfg
+
+
+def allowed_base_urls(environ: Mapping[str, str] | None = None) -> set | None:
+    """``LLM_ALLOWED_BASE_URLS`` (comma-separated): the servers a goal may choose; unset: any."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("LLM_ALLOWED_BASE_URLS") or "").strip()
+    if not raw:
+        return None
+    return {_url("LLM_ALLOWED_BASE_URLS", part) for part in raw.split(",") if part.strip()}
 
 
 def status(goal_llm: Mapping | None = None, environ: Mapping[str, str] | None = None) -> dict:

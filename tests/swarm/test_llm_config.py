@@ -67,6 +67,16 @@ def test_the_key_is_not_sent_to_a_server_a_goal_chose():
     assert cfg.base_url == "http://attacker.example/v1" and cfg.api_key is None
 
 
+def test_an_allowlist_limits_the_servers_a_goal_may_choose():
+    env = {**ENV, "LLM_ALLOWED_BASE_URLS": "http://ollama-box:11434, http://10.0.0.6:8000/v1"}
+    assert resolve({"base_url": "http://10.0.0.6:8000/v1"}, env).base_url == "http://10.0.0.6:8000/v1"
+    assert resolve({"provider": "ollama", "model": "q", "base_url": "http://ollama-box:11434"}, env).provider == "ollama"
+    assert resolve({"model": "other"}, env).api_key == "sk-secret"     # the environment's own server
+    with pytest.raises(LLMConfigError, match="LLM_ALLOWED_BASE_URLS") as info:
+        resolve({"base_url": "http://169.254.169.254/v1"}, env)
+    assert info.value.field == "llm.base_url"
+
+
 @pytest.mark.parametrize("choice, field", [
     ({"temperature": "warm"}, "llm.temperature"),
     ({"max_tokens": 5}, "llm.max_tokens"),

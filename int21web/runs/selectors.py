@@ -12,9 +12,21 @@ def run_progress(run: m.Run) -> dict:
 
 
 def dashboard() -> dict:
+    from django.conf import settings
+
+    from int21web.fleet.selectors import workers
+    from int21web.library.models import KernelVersion
+    from int21web.library.selectors import open_proposal_count
     active = m.Run.objects.filter(state__in=["running", "paused"]).select_related("best", "goal").order_by("-id")
     recent = m.Run.objects.filter(state="finished").select_related("best", "goal").order_by("-updated_at")[:8]
-    return {"active": [run_progress(r) for r in active], "recent": [run_progress(r) for r in recent]}
+    fleet = [w for w in workers() if w["status"] != "stopped"][:12]
+    if settings.CELERY_EMBEDDED and not fleet:
+        fleet = [{"name": "embedded workers (this web process)", "targets": ["cpu", "cuda"], "status": "live",
+                  "queues": ["target.cpu", "target.cuda", "orchestrate"]}]
+    return {"active": [run_progress(r) for r in active], "recent": [run_progress(r) for r in recent],
+            "review_count": open_proposal_count(),
+            "promotions": KernelVersion.objects.select_related("promoted_by").order_by("-created_at")[:6],
+            "workers": fleet}
 
 
 def goals() -> list[dict]:

@@ -108,3 +108,15 @@ def test_the_editor_starts_from_the_templates_space(as_role):
     assert b'name="space-p-0-name" value="' in page.content
     rows = as_role("engineer").get("/goals/space/?workload=matmul&target=cpu")
     assert rows.status_code == 200 and b"space-p-0-name" in rows.content
+
+
+def test_the_dashboard_shows_active_runs_the_review_queue_and_workers(as_role, settings):
+    goal = m.Goal.objects.create(name="g", spec={"workload": "softmax", "target": "cpu"})
+    m.Run.objects.create(goal=goal, spec={"workload": "softmax", "target": "cpu", "budget": {"evaluations": 10}},
+                         state="running")
+    settings.CELERY_EMBEDDED = True
+    page = as_role("viewer").get("/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'id="active-count">1<' in html and 'id="review-count">0<' in html
+    assert "embedded workers" in html and "0/10" in html

@@ -37,3 +37,17 @@ def test_a_learned_variant_joins_the_variant_param_and_brings_its_source():
     assert learned_template(tpl, []) is tpl
     cuda = workloads.get("softmax").template("cuda")
     assert learned_template(cuda, [lesson]) is cuda       # a CPU variant stays on the CPU target
+
+
+def test_the_swarm_imports_neither_django_nor_langchain_until_a_request_is_sent():
+    import subprocess
+    import sys
+    code = ("import sys, swarm.generation, swarm.registry as r\n"
+            "[r.get(n) for n in r.AGENTS]\n"
+            "import swarm.llm.check, swarm.knowledge.variants\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'langchain_core', 'langchain_openai', "
+            "'langchain_ollama', 'openai', 'ollama')]\n"
+            "assert not bad, bad\n")
+    from pathlib import Path
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": "/usr/bin:/bin"},
+                   cwd=Path(__file__).resolve().parents[2])

@@ -1,13 +1,16 @@
 """The REST API: one NinjaAPI mounted at /api/ (schema /api/openapi.json, docs /api/docs).
 Endpoints are thin: parse (the schemas), check the role, call one service or selector."""
 from django.apps import apps
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Swagger
 
 from int21web.api import errors, selectors
 from int21web.api.auth import AUTH, need
 from int21web.api.routes import goals, runs
 
-api = NinjaAPI(title="INT21 Kernel Factory API", version="1", urls_namespace="api", auth=AUTH, parser=errors.StrictParser(),
+# Swagger UI comes from ninja's bundled static files ("ninja" is an installed app); no
+# validator badge, which would call validator.swagger.io from the browser.
+api = NinjaAPI(title="INT21 Kernel Factory API", version="1", urls_namespace="api", auth=AUTH,
+               parser=errors.StrictParser(), docs=Swagger(settings={"validatorUrl": None}),
                description="Goals, runs, candidates, guidance, reviews and the kernel library. "
                            "Auth: the browser session (CSRF on writes) or 'Authorization: Bearer <token>' "
                            "(manage.py api_token USER). Errors: {\"error\": ..., \"field\": ...}.")

@@ -11,10 +11,22 @@ from int21web.library.highlight import source_html
 from int21web.library.models import AuditEntry, Comment, KernelVersion, Proposal
 from int21web.library.services import approvals, current_result, goal_check
 from int21web.runs import models as rm
+from kernels import workloads
 
 
 def _stage(outcome: dict | None, name: str) -> dict:
     return next((s for s in (outcome or {}).get("stages", []) if s.get("name") == name), {})
+
+
+def timed_shape(workload: str, outcome: dict | None) -> str:
+    """The benchmark's shape as the workload writes it (a JSON object's key order is not
+    kept by PostgreSQL's jsonb, so the dims are put back in the workload's order)."""
+    dims = _stage(outcome, "benchmark").get("details", {}).get("shape") or {}
+    try:
+        order = workloads.get(workload).shape_dims
+    except Exception:
+        order = tuple(dims)
+    return "x".join(str(dims[d]) for d in order if d in dims)
 
 
 def correctness_rows(outcome: dict | None) -> list[dict]:
@@ -80,8 +92,7 @@ def candidate_page(candidate_id: int, user) -> dict:
     result = current_result(cand)
     outcome = result["outcome"]
     evaluations = list(rm.Evaluation.objects.filter(candidate=cand).order_by("attempt"))
-    bench = _stage(outcome, "benchmark").get("details", {})
-    shape = "x".join(str(v) for v in (bench.get("shape") or {}).values())
+    shape = timed_shape(spec["workload"], outcome)
     timing = charts.timing_figure(outcome.get("timings", {}), outcome.get("speedup", {}), shape) \
         if outcome and outcome.get("timings") else None
     meets, why = goal_check(cand, result)
@@ -162,8 +173,7 @@ def kernel_detail(kernel_id: int) -> dict:
     recheck = next((e for e in reversed(kv.manifest.get("evaluations", []))
                     if e["id"] == kv.manifest.get("held_out_recheck", {}).get("evaluation")), None)
     outcome = (recheck or {}).get("outcome") or {}
-    bench = _stage(outcome, "benchmark").get("details", {})
-    shape = "x".join(str(v) for v in (bench.get("shape") or {}).values())
+    shape = timed_shape(kv.workload, outcome)
     return {"kv": kv, "m": kv.manifest, "source_html": source_html(kv.source, kv.target),
             "correctness": correctness_rows(outcome),
             "timing_figure": charts.timing_figure(outcome["timings"], outcome.get("speedup"), shape)

@@ -342,18 +342,16 @@ def kernel_promote(*, proposal_id: int, user=None) -> KernelVersion:
         spec = cand.run.spec
         workload, target = spec["workload"], spec.get("target", "cpu")
         score = (ev.outcome.get("result") or {}).get("score", 0.0)
-        version = (KernelVersion.objects.select_for_update().filter(workload=workload, target=target)
-                   .aggregate(n=Max("version"))["n"] or 0) + 1
-        champ = KernelVersion.objects.filter(workload=workload, target=target, shape_bucket=prop.shape_bucket,
-                                             champion=True).first()
+        champ = KernelVersion.objects.select_for_update().filter(
+            workload=workload, target=target, shape_bucket=prop.shape_bucket, champion=True).first()
         crowned = champ is None or score >= champ.score
         if crowned and champ is not None:
             champ.champion = False
             champ.save(update_fields=["champion"])
-        kv = KernelVersion.objects.create(
-            workload=workload, target=target, version=version, shape_bucket=prop.shape_bucket, champion=crowned,
-            candidate=cand, proposal=prop, source=cand.source, params=cand.params, score=score, manifest={},
-            promoted_by=user)
+        kv = _new_version(workload=workload, target=target, shape_bucket=prop.shape_bucket, champion=crowned,
+                          candidate=cand, proposal=prop, source=cand.source, params=cand.params, score=score,
+                          manifest={}, promoted_by=user)
+        version = kv.version
         kv.manifest = evidence.manifest(kv, prop, ev)
         kv.save(update_fields=["manifest"])
         before = _snapshot(prop)
@@ -364,6 +362,21 @@ def kernel_promote(*, proposal_id: int, user=None) -> KernelVersion:
                message=prop.reason + (" (champion)" if crowned else f" (v{champ.version} stays champion)"))
         transaction.on_commit(lambda: kernel_write(kernel_id=kv.id))
     return kv
+
+
+def _new_version(*, workload: str, target: str, **fields) -> KernelVersion:
+    """The next version number of (workload, target). PostgreSQL refuses FOR UPDATE with an
+    aggregate, so a concurrent promotion that took the same number is met by the unique
+    constraint and we take the next one."""
+    for _ in range(5):
+        version = (KernelVersion.objects.filter(workload=workload, target=target)
+                   .aggregate(n=Max("version"))["n"] or 0) + 1
+        try:
+            with transaction.atomic():
+                return KernelVersion.objects.create(workload=workload, target=target, version=version, **fields)
+        except IntegrityError:
+            continue
+    raise RuntimeError(f"could not number a new {workload} version on {target}: too many concurrent promotions")
 
 
 def kernel_crown(*, kernel_id: int, user) -> KernelVersion:

@@ -75,7 +75,7 @@ def with_speedup(outcome: dict, **speedup: float) -> dict:
 
 
 def person(username: str, *roles: str) -> User:
-    user = User.objects.create_user(username, password="pw")
+    user = User.objects.create_user(username)   # force_login: no password hashing needed
     for role in roles:
         assert role in ROLES
         user.groups.add(Group.objects.get_or_create(name=role)[0])

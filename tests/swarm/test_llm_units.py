@@ -51,3 +51,25 @@ def test_the_swarm_imports_neither_django_nor_langchain_until_a_request_is_sent(
     from pathlib import Path
     subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": "/usr/bin:/bin"},
                    cwd=Path(__file__).resolve().parents[2])
+
+
+def test_the_analyst_writes_lessons_every_n_generations_and_the_coder_reads_them():
+    from swarm.agents.llm_analyst import LLMAnalyst
+    from swarm.llm.briefs import lessons as lessons_text
+    from tests.swarm.llm_fakes import Answer, ScriptedClient
+    from tests.swarm.test_agents_contract import make_ctx
+    ctx = make_ctx()
+    client = ScriptedClient([Answer("- VEC=16 is the fastest width here [#2, #5]\n- no evidence here\n")])
+    ctx.llm = LLMSession(LLMConfig(provider="openai", model="m", analyst_every=2), client=client)
+    ctx.run_id = 7
+    analyst = LLMAnalyst()
+    assert analyst.propose(ctx, 3) == [] and "proposes no kernels" in analyst.cannot_act(ctx)
+    ctx.generation = 0
+    assert analyst.reflect(ctx, ctx.history) == [] and client.calls == []     # not yet: every 2nd generation
+    ctx.generation = 1
+    [lesson] = analyst.reflect(ctx, ctx.history)
+    assert lesson.kind == "insight" and lesson.evidence == [2, 5] and lesson.run_id == 7
+    assert lesson.text == "VEC=16 is the fastest width here" and lesson.data["model"] == "scripted"
+    assert "#2 by explorer" in client.calls[0][1][1]                          # it saw the candidates
+    ctx.lessons = [lesson]
+    assert "VEC=16 is the fastest width here [evidence: #2, #5]" in lessons_text(ctx)

@@ -40,7 +40,7 @@ def report(outcome: dict | None, result=None) -> str:
     for st in outcome.get("stages", []) or (getattr(result, "stages", None) or []):
         lines.append(f"- {st.get('name')}: {st.get('status')}" + (f" — {st['summary']}" if st.get("summary") else ""))
         if st.get("status") == "failed" and st.get("details"):
-            lines.append(_clip(json.dumps(st["details"], default=str, indent=1), 3000))
+            lines.append(_clip(json.dumps(st["details"], default=str), 3000))
     timings = outcome.get("timings") or {}
     if timings:
         lines.append("Timings (median ms): " + ", ".join(
@@ -74,6 +74,19 @@ def guidance(ctx) -> str:
     return "\n".join(f"- {n}" for n in ctx.notes) or "None."
 
 
+def hardware(fingerprint: dict | None) -> str:
+    """Where the parent was measured, as the evaluating worker reported it."""
+    if not fingerprint:
+        return "not reported yet"
+    parts = []
+    for key, value in fingerprint.items():
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value[:24])
+        if isinstance(value, (str, int, float)) and str(value):
+            parts.append(f"{key}: {value}")
+    return _clip("; ".join(parts), 600)
+
+
 def _tolerance(goal, wl):
     override = getattr(goal, "tolerance", None)
     if override:
@@ -89,7 +102,12 @@ def coder_task(ctx, parent_source: str, parent_params: dict, parent_label: str, 
     checks = sorted({s.label() for _, s in wl.shapes.correctness()})
     baselines = ", ".join(b.name for b in wl.baselines.get(goal.target, ()) if b.default) or "none"
     macros = "\n".join(f"- {p.name} = {parent_params.get(p.name, p.default_value())!r}: "
-                       f"{p.help or p.kind} (values {p.values()})" for p in ctx.space.params) or "none"
+                       f"{p.help or p.kind} (values {p.values()})" for p in ctx.space.params
+                       if p.kind != "variant") or "none"
+    vp = ctx.template.variant_param
+    variant = (f"The parent is the `{parent_params.get(vp)}` algorithm variant (variants are whole sources, "
+               f"not macros; the others: {', '.join(str(v) for v in ctx.space.param(vp).values() if v != parent_params.get(vp))})."
+               if vp and vp in ctx.space.names else "")
     compiler = ("gcc -O3 -march=native -fopenmp, C11, no -ffast-math" if goal.target == "cpu"
                 else "nvcc for the goal's GPU architecture; launch geometry from the macros")
     return render("coder_task", target=goal.target, workload=wl.name, description=wl.description,
@@ -97,7 +115,8 @@ def coder_task(ctx, parent_source: str, parent_params: dict, parent_label: str, 
                   shapes=", ".join(s.label() for s in ctx.shapes) or "the typical shapes",
                   check_shapes=", ".join(checks) or "none", distributions=", ".join(wl.distributions),
                   tolerance=_tolerance(goal, wl).describe(), metric=goal.metric,
-                  baselines=baselines, compiler=compiler, macros=macros, parent_label=parent_label,
+                  baselines=baselines, compiler=compiler, macros=macros, variant=variant,
+                  hardware=hardware((outcome or {}).get("fingerprint")), parent_label=parent_label,
                   lang="cuda" if goal.target == "cuda" else "c", parent_source=parent_source.rstrip("\n"),
                   report=report(outcome, result), leaderboard=leaderboard(ctx), lessons=lessons(ctx),
                   guidance=guidance(ctx), focus=focus)

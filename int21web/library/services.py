@@ -13,7 +13,9 @@ Errors a user should see: :class:`RoleError` (who may not do this) and ``ValueEr
 """
 from __future__ import annotations
 
+import os
 import socket
+import time
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -224,6 +226,9 @@ def candidate_reevaluate(*, candidate_id: int, user=None, held_out: bool = False
     if user is not None:
         require(user, "engineer", "re-evaluating a candidate")
     cand = _candidate(candidate_id)
+    if cand.result is None:
+        # Its first judgement belongs to the run (whose orchestrator re-queues lost attempts).
+        raise ValueError(f"Candidate #{cand.id} has not been judged yet; wait for its first evaluation.")
     with transaction.atomic():
         rm.Candidate.objects.select_for_update().filter(pk=cand.pk).first()   # attempt numbers in order
         attempt = (rm.Evaluation.objects.filter(candidate=cand).aggregate(n=Max("attempt"))["n"] or 0) + 1
@@ -263,14 +268,19 @@ def evaluation_run(*, evaluation_id: int) -> None:
         # No held-out shapes on the goal: the workload's own stand in (never searched on either).
         from kernels import workloads
         es.extra_shapes = tuple(es.extra_shapes) + tuple(workloads.get(goal.workload).shapes.held_out)
-    rm.Evaluation.objects.filter(pk=ev.pk).update(worker=socket.gethostname())
-    outcome = Evaluator(es).evaluate(cand.source, cand.params, goal.workload, goal.target)
+    from int21web.runs import delivery
+    rm.Evaluation.objects.filter(pk=ev.pk).update(worker=f"{socket.gethostname()}:{os.getpid()}",
+                                                  heartbeat_at=timezone.now())
+    with delivery.heartbeat(ev):
+        started = time.monotonic()
+        outcome = Evaluator(es).evaluate(cand.source, cand.params, goal.workload, goal.target)
+        seconds = time.monotonic() - started
     result = Result.from_outcome(outcome, goal.metric)
     data = {**outcome.to_json(), "result": result.to_json(), **request,
             "held_out_shapes": [s.label() for s in es.extra_shapes] if held_out else []}
     with transaction.atomic():
         done = rm.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True).update(
-            status=result.status, outcome=data, finished_at=timezone.now())
+            status=result.status, outcome=data, finished_at=timezone.now(), evaluator_seconds=seconds)
         if done:
             evaluation_recorded(evaluation_id=ev.pk)
 

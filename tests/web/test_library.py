@@ -385,3 +385,10 @@ def test_the_knowledge_page_shows_lessons_with_evidence_and_agent_payoff(people,
     assert 'data-figure="payoff-figure"' in page and "/static/vendor/plotly/plotly.min.js" in page
     assert "0.40" in page   # tuner: 4 improvements in 10 evaluations
     assert client.get("/knowledge/?workload=matmul").context["groups"] == []
+
+
+def test_a_candidate_still_in_its_run_cannot_be_re_evaluated(people, queued):
+    cand = make_candidate(outcome=None, started_by=people["alice"])
+    with pytest.raises(ValueError, match="has not been judged yet"):
+        services.candidate_reevaluate(candidate_id=cand.id, user=people["alice"])
+    assert not queued and not rm.Evaluation.objects.exists()

@@ -122,3 +122,12 @@ def test_llm_check_says_why_not(monkeypatch, server_cls, step, env, code, words)
                                                    "LLM_BASE_URL": server.base_url, **env})
     assert got == code and words in message
     assert "sk-wrong" not in message
+
+
+def test_llm_show_prints_the_settings_but_never_the_key(monkeypatch, capsys):
+    run_check(monkeypatch, {})
+    for k, v in {"LLM_PROVIDER": "openai", "LLM_MODEL": "m", "LLM_API_KEY": "sk-very-secret"}.items():
+        monkeypatch.setenv(k, v)
+    call_command("llm", "show")
+    out = capsys.readouterr().out
+    assert '"model": "m"' in out and '"api_key_set": true' in out and "sk-very-secret" not in out

@@ -108,6 +108,10 @@ def candidate_json(c: m.Candidate) -> dict:
                              "outcome": e.outcome}
                             for e in c.evaluations.order_by("attempt")])
     if apps.is_installed("int21web.library"):
+        from int21web.library.selectors import correctness_rows, resource_report
+        latest = next((e["outcome"] for e in reversed(out["evaluations"]) if e["finished_at"]), None)
+        # the candidate page's tables: correctness per shape x distribution, resources
+        out["reports"] = {"correctness": correctness_rows(latest), "resources": resource_report(latest)}
         out["comments"] = comments(c.id)
     return out
 

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from int21web.runs import models as m
 
@@ -295,8 +296,12 @@ def test_a_paused_run_is_finished_by_stop(erin, run):
 
 
 def test_a_run_with_overrides_and_a_run_of_a_missing_goal(erin, goal):
-    resp = post(erin, "/api/runs", {"goal_id": goal["id"], "overrides": {"seed": 7, "population": 3}})
-    assert resp.status_code == 201 and resp.json()["spec"]["seed"] == 7 and resp.json()["spec"]["population"] == 3
+    resp = post(erin, "/api/runs", {"goal_id": goal["id"], "overrides": {"seed": 7, "population": 3,
+                                                                         "budget": {"evaluations": 4}}})
+    assert resp.status_code == 201, resp.content
+    spec = resp.json()["spec"]
+    assert spec["seed"] == 7 and spec["population"] == 3
+    assert spec["budget"]["evaluations"] == 4 and spec["budget"]["stagnation_generations"] == 3   # the rest kept
     assert post(erin, "/api/runs", {"goal_id": 987654}).status_code == 404
     bad = post(erin, "/api/runs", {"goal_id": goal["id"], "overrides": {"workload": "matmul"}})
     assert bad.status_code == 400 and bad.json()["field"] == "overrides.workload"
@@ -315,9 +320,13 @@ def _candidates(run_id):
     b = m.Candidate.objects.create(run=run, generation=1, key="b" * 32, params={"VEC": 16, "THREADS": 2},
                                    agent="mutator", rationale="wider vectors", source="void kernel(){ }",
                                    parents=[a.id], diff="-a\n+b\n", state="queued")
-    m.Evaluation.objects.create(candidate=a, attempt=1, status="ok",
-                                outcome={"status": "ok", "stages": [{"name": "correctness", "status": "ok",
-                                                                    "details": {"cases": []}}]})
+    case = {"kind": "typical", "shape": "256x1024", "distribution": "normal", "seed": 0, "passed": True,
+            "outputs": {"y": {"max_abs_err": 1e-7, "max_rel_err": 2e-6}}}
+    m.Evaluation.objects.create(candidate=a, attempt=1, status="ok", finished_at=timezone.now(),
+                                outcome={"status": "ok", "reason": "fast", "speedup": a.result["speedup"],
+                                         "result": a.result,
+                                         "stages": [{"name": "correctness", "status": "ok",
+                                                     "details": {"cases": [case]}}]})
     return a, b
 
 
@@ -331,6 +340,9 @@ def test_candidates_are_listed_and_one_is_shown_with_its_reports(vic, run):
     assert one["source"] == "void kernel(){ }" and one["diff"] == "-a\n+b\n" and one["parents"] == [a.id]
     judged = vic.get(f"/api/candidates/{a.id}").json()
     assert judged["evaluations"][0]["outcome"]["stages"][0]["name"] == "correctness"
+    if "reports" in judged:          # the candidate page's table, where the library app is installed
+        row, = judged["reports"]["correctness"]
+        assert row["shape"] == "256x1024" and row["passed"] is True and row["max_rel_err"] == 2e-6
     assert judged["speedup"] == {"numpy": 2.0, "torch": 1.5}
     assert vic.get("/api/candidates/424242").status_code == 404
 

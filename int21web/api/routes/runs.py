@@ -37,8 +37,11 @@ def run_list(request, state: Optional[RunState] = None, goal: Optional[Id] = Non
 @router.post("/runs", response={201: dict}, summary="Start a run of a saved goal (engineer)")
 def run_create(request, payload: RunIn):
     user = need(request, "engineer", "starting a run")
+    row = goal_row(payload.goal_id)
     overrides = payload.overrides.model_dump(exclude_unset=True) if payload.overrides else None
-    run_id = services.run_launch(goal_row=goal_row(payload.goal_id), started_by=user, overrides=overrides)
+    if overrides and overrides.get("budget") is not None:      # a budget override changes only what it names
+        overrides["budget"] = {**(row.spec.get("budget") or {}), **overrides["budget"]}
+    run_id = services.run_launch(goal_row=row, started_by=user, overrides=overrides)
     return Status(201, selectors.run_json(run_row(run_id), detail=True))
 
 

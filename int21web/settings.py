@@ -104,7 +104,7 @@ STATIC_URL = "static/"
 import plotly as _plotly  # noqa: E402
 
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(_plotly.__file__).parent / "package_data")]
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(env_str("INT21_STATIC_ROOT", str(VAR_DIR / "static")))   # `manage.py collectstatic` fills it
 
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
@@ -162,7 +162,7 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # Celery: JSON only (no pickle anywhere). Without REDIS_URL the broker is in-process.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "memory://")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "memory://localhost/")
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory://")
 # An unacknowledged message goes back to its queue after this long: it must exceed the hard time
 # limit, or a long evaluation would be handed to a second worker while the first still runs it.

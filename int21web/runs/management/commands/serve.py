@@ -3,6 +3,7 @@
 Embedded mode (no broker configured): also starts the in-process Celery workers (one for the
 target queues, one for orchestration) and hands runs that were running when the server last
 stopped back to them. Ctrl-C stops the server, then the workers, cleanly."""
+import asyncio
 import os
 import sys
 
@@ -36,7 +37,10 @@ class Command(BaseCommand):
                               f"({'embedded workers' if embedded else 'workers: separate processes'}; "
                               f"Ctrl-C stops it)")
             sys.stdout.flush()
-            server.run()
+            try:
+                server.run()
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                pass   # uvicorn re-raises Ctrl-C after its own clean shutdown; the workers stop next
         self.stdout.write("stopped")
 
 

@@ -52,7 +52,7 @@ def agent_payoff_figure(rows: list[dict]) -> dict:
             ev = r["evaluations"] if r else 0
             ys.append(round(r["improvements"] / ev, 4) if r and ev else 0.0)
             texts.append(f"{r['improvements']} improvements in {ev} evaluations" if r else "not on the team")
-        data.append({"type": "bar", "name": g, "x": agents, "y": ys, "text": texts,
+        data.append({"type": "bar", "name": g, "x": agents, "y": ys, "text": texts, "textposition": "none",
                      "hovertemplate": "%{x}: %{y:.2f} per evaluation<br>%{text}<extra>" + g + "</extra>"})
     layout = {**_LAYOUT, "barmode": "group",
               "title": {"text": "Payoff per agent across runs (improvements per evaluation)", "font": {"size": 14}},

@@ -53,17 +53,25 @@ def correctness_rows(outcome: dict | None) -> list[dict]:
     return list(groups.values())
 
 
+ROOFLINE = {"achieved_gbs": "achieved GB/s", "achieved_gflops": "achieved GFLOP/s",
+            "pct_of_copy_bandwidth": "% of this host's copy bandwidth", "pct_of_peak_flops": "% of peak FLOP/s"}
+RESOURCE_LABELS = {"cpu_per_wall": "CPU seconds per wall second", "registers": "registers per thread",
+                   "spill_stores": "spill stores (bytes)", "spill_loads": "spill loads (bytes)",
+                   "shared_bytes": "shared memory (bytes)", "stack_bytes": "stack (bytes)"}
+
+
 def resource_report(outcome: dict | None) -> dict:
     comp, audit, sanity = _stage(outcome, "compile"), _stage(outcome, "audit"), _stage(outcome, "sanity")
     bench = _stage(outcome, "benchmark").get("details", {})
     return {
-        "resources": (outcome or {}).get("resources", {}),
+        "resources": [(RESOURCE_LABELS.get(k, k.replace("_", " ")), round(v, 3) if isinstance(v, float) else v)
+                      for k, v in ((outcome or {}).get("resources") or {}).items()],
         "compile_seconds": comp.get("seconds"),
         "compile_log": comp.get("details", {}).get("log", ""),
         "imports": audit.get("details", {}).get("imports", []),
         "text_bytes": audit.get("details", {}).get("text_bytes"),
-        "roofline": {k: v for k, v in sanity.get("details", {}).items()
-                     if k in ("achieved_gbs", "achieved_gflops", "pct_of_copy_bandwidth", "pct_of_peak_flops")},
+        "roofline": [(label, sanity["details"][k]) for k, label in ROOFLINE.items()
+                     if isinstance(sanity.get("details", {}).get(k), (int, float))],
         "ceilings": sanity.get("details", {}).get("ceilings", {}),
         "flags": sanity.get("details", {}).get("flags", []),
         "blas": bench.get("blas", []),

@@ -17,7 +17,7 @@ def family(people):
     """A seed and a child that the mutator made from it (one param and one line changed)."""
     parent = make_candidate(outcome=real_outcome(), started_by=people["alice"], agent="seeded",
                             rationale="the online template's defaults")
-    child_source = SEED.replace("\n", "\n/* mutated: unrolled by two */\n", 1)
+    child_source = "/* mutated: unrolled by two */\n" + SEED
     child = make_candidate(outcome=real_outcome(), run=parent.run, parent=parent, source=child_source,
                            params={**PARAMS, "CHUNK": 4}, agent="mutator", rationale="CHUNK 1 -> 4 around the elite")
     return parent, child
@@ -102,7 +102,7 @@ def test_the_resource_report_shows_the_binary_and_the_sandbox(people, client, fa
     _, child = family
     _, html = page_of(client, people["victor"], child)
     assert "imported symbols" in html and "expf" in html
-    assert "machine code" in html and "cpu_per_wall" in html
+    assert "machine code" in html and "CPU seconds per wall second" in html and "achieved GB/s" in html
     assert "AMD" in html or "Intel" in html or "target" in html
 
 

@@ -22,6 +22,13 @@ make bench                                   # the full run (under 90 minutes on
 .venv/bin/python manage.py bench --workload softmax --workload matmul --budgets 25,50,100,200 --seeds 5
 ```
 
+The full run searches every workload at the shapes of the swarm issue's targets (softmax,
+rmsnorm, layernorm 4096×4096; matmul 1024³, its kernel also timed at 2048³; kda
+1×1024×4×64×64) with budgets 25/50/100, 3 seeds, 3 harness sessions per kernel. `--quick`
+uses small shapes, budgets 10/20, 3 seeds, one session per kernel, searches softmax and
+matmul only (`--search W` to choose) and finds the other workloads' kernels with one
+fixed-budget swarm run each; its kernel figures are indicative, not the targets' shapes.
+
 Options: `--quick`, `--workload W` (repeatable; default all), `--budgets 25,50,100`,
 `--seeds N` (default 3), `--shape W=SEARCH[:KERNEL,...]` (e.g. `softmax=4096x2048`),
 `--searchers swarm_cold,random,...`, `--sessions N` (harness sessions per kernel
@@ -144,6 +151,10 @@ def markdown(result: dict, html_name: str | None = None) -> str:
                          f"{_ratio(kinds.get('numpy'))} | {_ratio(kinds.get('torch_eager'))} | "
                          f"{_ratio(kinds.get('torch_compile'))} | {_f(rf.get('pct_of_copy_bandwidth'), '{:.0f}%')} | "
                          f"{_f(rf.get('pct_of_roofline'), '{:.0f}%')} ({rf.get('bound', '?')}) | {blas or '—'} |")
+    origins = sorted({(wl, k.get("origin")) for wl, sh in result["kernels"].items() for k in sh.values()
+                      if k.get("origin")})
+    if origins:
+        lines += ["", "Our kernel: " + "; ".join(f"{wl} — {o}" for wl, o in origins) + "."]
     lines += ["", "Each baseline on its own (median ms, and its own % of the roofline):", "",
               "| workload | shape | baseline | median ms | ratio | % roofline |", "|---|---|---|---|---|---|"]
     for wl, shapes in result["kernels"].items():

@@ -31,7 +31,7 @@ QUICK_SHAPES = {
     "softmax": ("256x2048", ["256x2048"]),
     "rmsnorm": ("256x2048", ["256x2048"]),
     "layernorm": ("256x2048", ["256x2048"]),
-    "matmul": ("256x256x256", ["256x256x256"]),
+    "matmul": ("512x512x512", ["512x512x512"]),
     "kda": ("1x256x2x64x64", ["1x256x2x64x64"]),
 }
 
@@ -48,14 +48,22 @@ class Plan:
     shapes: dict = field(default_factory=dict)       # workload -> (search shape, [kernel shapes])
     compile_baseline: bool = True     # torch.compile in the kernel comparison
     gpu: bool = True
+    search_workloads: list = field(default_factory=list)   # empty: every workload is searched
     gpu_only: bool = False            # the GPU section alone (bench/gpu_check.sh on a GPU host)
     deadline_minutes: float = 85.0    # past this, remaining tasks are skipped (and reported)
     command: str = ""
 
+    def searched(self) -> list:
+        """The workloads searched in this run; the others get one fixed-budget swarm run."""
+        if self.search_workloads:
+            return [w for w in self.workloads if w in self.search_workloads] or list(self.workloads)
+        return list(self.workloads)
+
     @classmethod
     def make(cls, quick: bool, **over) -> "Plan":
-        base = (dict(budgets=[8, 16], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
-                     shapes=dict(QUICK_SHAPES)) if quick else dict(shapes=dict(FULL_SHAPES)))
+        base = (dict(budgets=[10, 20], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
+                     search_workloads=["softmax", "matmul"], shapes=dict(QUICK_SHAPES))
+                if quick else dict(shapes=dict(FULL_SHAPES)))
         base.update({k: v for k, v in over.items() if v is not None})
         return cls(quick=quick, **base)
 
@@ -140,6 +148,9 @@ def _at(curve: list, budget: int):
 def _tasks(plan: Plan) -> int:
     n = 1 + (1 if plan.gpu else 0)
     for w in ([] if plan.gpu_only else plan.workloads):
+        if w not in plan.searched():
+            n += 1 + plan.sessions * len(plan.shapes[w][1])
+            continue
         once = sum(1 for s in plan.searchers if not s.startswith("kt_"))
         kt = sum(len(plan.budgets) for s in plan.searchers if s.startswith("kt_"))
         n += plan.seeds * (once + kt) + plan.sessions * len(plan.shapes[w][1])
@@ -260,27 +271,47 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
     result["roofline"] = ceilings
     progress.finished()
     tables = {}
-    for i, wname in enumerate([] if plan.gpu_only else plan.workloads):
+    names = [] if plan.gpu_only else plan.workloads
+    searched = plan.searched()
+    per_session = (60 if plan.compile_baseline else 20) * (1 if plan.quick else 1.5)
+    for i, wname in enumerate(names):
         search_shape, kernel_shapes = plan.shapes[wname]
         table = Table(wname, plan.min_calls, log=progress.measured_one)
         tables[wname] = table
-        # Each workload gets an equal share of the time left; its search stops in time to
-        # leave room for its kernel comparison (about a minute per session with torch.compile).
-        share = (clock.deadline - time.monotonic()) / (len(plan.workloads) - i)
-        reserve = plan.sessions * len(kernel_shapes) * (60 if plan.compile_baseline else 20)
-        stop_at = time.monotonic() + max(share - reserve, share / 2)
-        result["search"][wname] = search_section(wname, table, search_shape, plan, progress, clock, stop_at)
-        champion = library_champion(wname)
         wl = workloads.get(wname)
         tpl = wl.template("cpu")
+        if wname in searched:
+            # The searches share the time left after what the remaining kernel comparisons
+            # and fixed-budget runs will need (estimates); each stops at its share.
+            rest = names[i:]
+            kernel_reserve = sum(plan.sessions * len(plan.shapes[w][1]) for w in rest) * per_session
+            fixed_reserve = 30 * sum(1 for w in rest if w not in searched)
+            searches_left = sum(1 for w in rest if w in searched)
+            share = (clock.deadline - time.monotonic() - kernel_reserve - fixed_reserve) / searches_left
+            stop_at = time.monotonic() + max(share, 30.0)
+            result["search"][wname] = search_section(wname, table, search_shape, plan, progress, clock, stop_at)
+            best = swarm_best(result["search"][wname])
+            origin = (f"the swarm's best (cold runs, budget {max(plan.budgets)}, {plan.seeds} seeds) "
+                      f"at {search_shape}")
+        else:
+            # Not searched in this run: one fixed-budget cold swarm run finds the kernel.
+            budget = min(plan.budgets)
+            progress.task(f"{wname}: swarm cold, budget {budget} (fixed-budget run)")
+            try:
+                trace = searchers.swarm_trace(table, search_shape, budget, 0, InMemoryKnowledge(), cold=True)
+            except TimeUp:
+                trace = []
+            progress.finished()
+            result.setdefault("fixed_runs", {})[wname] = {"shape": search_shape, "budget": budget,
+                                                         "trace": [[p, sc] for p, sc in trace]}
+            best = max(trace, key=lambda t: t[1]) if trace and max(sc for _, sc in trace) > 0 else None
+            origin = f"the swarm's best (one cold run, budget {budget}) at {search_shape}"
+        champion = library_champion(wname)
         if champion:
             source, params = champion
             origin = "library champion"
         else:
-            best = swarm_best(result["search"][wname])
             source, params = (tpl.source(tpl.variant_of(best[0])), best[0]) if best else (None, None)
-            origin = (f"the swarm's best (cold runs, budget {max(plan.budgets)}, {plan.seeds} seeds) "
-                      f"at {search_shape}")
         entries = {}
         for shape in kernel_shapes:
             if source is None:

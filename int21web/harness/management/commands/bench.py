@@ -36,6 +36,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--quick", action="store_true", help="small shapes and budgets (under 10 minutes)")
         parser.add_argument("--workload", action="append", default=None, help="repeatable; default: all")
+        parser.add_argument("--search", action="append", default=None, metavar="W",
+                            help="workloads to search (default: all; --quick: softmax and matmul); the others "
+                                 "get one fixed-budget swarm run")
         parser.add_argument("--budgets", help="evaluation budgets, e.g. 25,50,100,200")
         parser.add_argument("--seeds", type=int, help="seeds per searcher (default 3)")
         parser.add_argument("--shape", action="append", default=[], metavar="W=SEARCH[:KERNEL,...]",
@@ -68,7 +71,8 @@ class Command(BaseCommand):
                                    returncode=2)
         plan = suite.Plan.make(o["quick"], workloads=names, budgets=_ints(o["budgets"]) if o["budgets"] else None,
                                seeds=o["seeds"], sessions=o["sessions"], min_calls=o["min_calls"],
-                               searchers=chosen, deadline_minutes=o["deadline_minutes"])
+                               searchers=chosen, deadline_minutes=o["deadline_minutes"],
+                               search_workloads=o["search"])
         plan.compile_baseline = not o["no_compile"]
         plan.gpu = not o["no_gpu"]
         plan.gpu_only = o["gpu_only"]
@@ -118,6 +122,8 @@ def _argv_from_options(o) -> list[str]:
             argv.append("--" + key.replace("_", "-"))
     for w in o.get("workload") or []:
         argv += ["--workload", w]
+    for w in o.get("search") or []:
+        argv += ["--search", w]
     for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "deadline_minutes", "out", "docs"):
         if o.get(key) is not None:
             argv += ["--" + key.replace("_", "-"), str(o[key])]

@@ -5,6 +5,7 @@ here, with the field they name."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -92,9 +93,22 @@ def _nul_free(value, where: str = "") -> None:
             _nul_free(v, f"{where}.{i}" if where else str(i))
 
 
+def _no_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text):
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
 class StrictParser(Parser):
+    """JSON as PostgreSQL stores it: no NaN/Infinity (Python's json would accept them), no NUL."""
+
     def parse_body(self, request):
-        data = super().parse_body(request)
+        data = json.loads(request.body, parse_constant=_no_constant, parse_float=_finite)
         _nul_free(data)
         return data
 

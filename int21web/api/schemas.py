@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from swarm.types import Budget, Goal
 
 MAX_ID = 2**63 - 1
+MAX_INT_VALUES = 10_000
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 Seq = Annotated[int, Field(ge=0, le=MAX_ID)]
 Scalar = Union[bool, int, float, str]
@@ -32,9 +33,19 @@ class ParamIn(In):
     name: str = Field(max_length=64)
     kind: Optional[Literal["int", "choice", "bool", "variant"]] = None
     low: Optional[int] = Field(None, ge=-(2**31), le=2**31)
-    high: Optional[int] = Field(None, ge=-(2**31), le=2**31)
     step: Optional[int] = Field(None, ge=1, le=2**31)
+    high: Optional[int] = Field(None, ge=-(2**31), le=2**31)
     choices: Optional[Union[list[Union[int, str]], str]] = Field(None, max_length=1000)
+
+    @field_validator("high")
+    @classmethod
+    def _span(cls, high, info):
+        # the space is checked value by value: a range of millions would hold the request for minutes
+        low, step = info.data.get("low"), info.data.get("step") or 1
+        if high is not None and low is not None and (high - low) // step + 1 > MAX_INT_VALUES:
+            raise ValueError(f"an int param may span at most {MAX_INT_VALUES:,} values (raise step or narrow "
+                             f"low..high)")
+        return high
 
 
 class ConstraintIn(In):

@@ -187,6 +187,8 @@ def test_an_engineer_creates_a_goal_with_a_custom_space_and_a_constraint(erin, g
     ({**SPACE, "params": [{"name": "VEC", "kind": "float"}]}, "space.params.0.kind", ""),
     ({**SPACE, "params": [{"name": "VEC", "lo": 1}]}, "space.params.0.lo", ""),
     ({**SPACE, "constraints": 5}, "space.constraints", ""),
+    ({**SPACE, "params": [{"name": "THREADS", "kind": "int", "low": 1, "high": 2**31}]}, "space.params.0.high",
+     "at most"),
     ("everything", "space", ""),
 ])
 def test_a_bad_design_space_is_a_400_naming_the_field(erin, space, field, words):
@@ -219,6 +221,17 @@ def test_a_bad_goal_is_a_400_naming_the_field(erin, changes, field):
     resp = post(erin, "/api/goals", {**GOAL, **changes})
     assert resp.status_code == 400, resp.content
     assert resp.json()["field"] == field, resp.json()
+
+
+def test_nan_infinity_and_nul_are_refused_before_they_reach_the_database(erin):
+    body = json.dumps({**GOAL, "eval_settings": {"repeats": float("nan")}})
+    resp = post(erin, "/api/goals", body)
+    assert resp.status_code == 400 and resp.json()["field"] == "body" and "NaN" in resp.json()["error"]
+    resp = post(erin, "/api/goals", json.dumps(GOAL)[:-1] + ', "seed": 1e999}')
+    assert resp.status_code == 400 and resp.json()["field"] == "body"
+    resp = post(erin, "/api/goals", {**GOAL, "pins": {"VEC": "8\u0000"}})
+    assert resp.status_code == 400 and resp.json()["field"] == "pins.VEC"
+    assert not m.Goal.objects.exists()
 
 
 def test_a_goal_is_updated_cloned_and_listed(erin, goal):
@@ -389,7 +402,8 @@ def test_guidance_is_validated_against_the_runs_space_and_team(erin, run):
 GARBAGE = [b"", b"not json", b"[]", b"null", b"42", b'"text"', b'{"a": ', json.dumps({"x": [1] * 3}).encode(),
            json.dumps({"goal_id": "x", "op": 5, "name": {"a": 1}, "workload": [1], "space": [[]]}).encode(),
            json.dumps({"goal_id": 2**70, "name": "x" * 10_000, "workload": "\u0000"}).encode(),
-           b'{"op": "note", "text": "\\u0000"}', "{\"name\": \"\udcff\"}".encode("utf-8", "surrogatepass"),
+           b'{"op": "note", "text": "\\u0000"}', b'{"eval_settings": {"x": NaN}, "pins": {"VEC": Infinity}}',
+           b'{"goal_id": 1e999, "speedup": -Infinity}', "{\"name\": \"\udcff\"}".encode("utf-8", "surrogatepass"),
            b"\xff\xfe\x00garbage"]
 
 

@@ -82,6 +82,11 @@ def minimal_env(extra: dict | None = None) -> dict:
         "PYTHONPATH": str(PROJECT_ROOT),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
+        # Idle OpenMP threads sleep instead of spinning. It must be in the environment the
+        # fork server starts with: libgomp reads it once, when torch loads it there, and a
+        # spinning torch pool would otherwise bill its CPU time to the candidate timed next
+        # (a correct single-threaded kernel then looks like one with hidden threads).
+        "OMP_WAIT_POLICY": "PASSIVE",
     }
     # CUPY_CACHE_DIR: CuPy's cache of the helper kernels it compiles (fill, compare, the
     # baselines' reductions); without it each CUDA child compiles them again in its fresh

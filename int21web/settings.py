@@ -155,7 +155,10 @@ LOGGING = {
 REDIS_PREFIX = env_str("INT21_REDIS_PREFIX", "")
 if REDIS_URL := env_str("REDIS_URL"):
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [REDIS_URL], "prefix": f"{REDIS_PREFIX}asgi"}}}
+                                  # channels_redis blocks 5 s per read; redis-py 8 times sockets out after 5 s
+                                  # unless told otherwise, which broke every idle websocket.
+                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                                             "prefix": f"{REDIS_PREFIX}asgi"}}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": REDIS_PREFIX}}
 else:

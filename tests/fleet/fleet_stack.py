@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
 _numbers = count(1)
 _template: dict = {}
+_static = Path(os.environ.get("TMPDIR", "/tmp")) / f"int21-fleet-static-{os.getpid()}"
 
 # The cheapest evaluation that still goes through every stage: a small softmax, two seeds,
 # a short timing budget, no re-check.
@@ -72,12 +73,13 @@ class Stack:
         self.redis_url = redis_url or _with_db(base_redis, redis_db)
         self.prefix = f"int21test{os.getpid()}x{self.db_name.rsplit('_', 1)[1]}:"
         self.procs: dict[str, subprocess.Popen] = {}
+        self.python = sys.executable
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("INT21_", "CELERY_", "PYTEST"))}
         self.env.update({
             "DATABASE_URL": _with_db(base_db, self.db_name), "DATABASE_POOL": "false",
             "REDIS_URL": self.redis_url, "INT21_REDIS_PREFIX": self.prefix,
             "DEBUG": "false", "SECRET_KEY": "fleet-tests-" + "x" * 50, "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "SECURE_SSL_REDIRECT": "false", "INT21_VAR_DIR": str(tmp_path / "var"),
+            "SECURE_SSL_REDIRECT": "false", "INT21_VAR_DIR": str(tmp_path / "var"), "INT21_STATIC_ROOT": str(_static),
             "INT21_CACHE_DIR": os.environ.get("INT21_CACHE_DIR", str(tmp_path / "cache")),
             # short beats, so a vanished worker is noticed in seconds rather than a minute
             "INT21_EVAL_HEARTBEAT": "0.5", "INT21_EVAL_STALE": "4", "INT21_DRIVE_LEASE": "6",
@@ -108,6 +110,11 @@ class Stack:
             _template[key] = tpl
         with self._admin() as con:
             con.execute(f'CREATE DATABASE "{self.db_name}" TEMPLATE "{_template[key]}"')
+
+    def collectstatic(self) -> None:
+        """Production pages need the hashed static files (WhiteNoise serves them): once a session."""
+        if not (_static / "staticfiles.json").exists():
+            self.manage("collectstatic", "--noinput", "-v0", timeout=300)
 
     def sql(self, query: str, *args) -> list[tuple]:
         import psycopg
@@ -258,6 +265,8 @@ class Stack:
 
 
 def drop_template() -> None:
+    import shutil
+    shutil.rmtree(_static, ignore_errors=True)
     if "template" in _template:
         import psycopg
         db = os.environ["DATABASE_URL"]

@@ -177,6 +177,10 @@ def review_approve(*, proposal_id: int, user, comment: str = "") -> Review:
             raise ValueError(f"You have already approved proposal #{prop.id}.")
         before = _snapshot(prop)
         result = current_result(cand)
+        meets, why = goal_check(cand, result)
+        if not meets:
+            raise ValueError(f"Its latest evaluation no longer meets the goal ({why}); re-evaluate it or "
+                             "request changes.")
         review = Review.objects.create(proposal=prop, reviewer=user, reviewer_name=_name(user), verdict="approve",
                                        comment=(comment or "").strip(), evaluation=result["evaluation"],
                                        status=result["status"], score=result["score"])

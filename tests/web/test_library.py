@@ -194,8 +194,12 @@ def test_an_approval_is_dismissed_when_a_re_evaluation_gives_a_different_result(
     entry = AuditEntry.objects.get(action="dismiss_approval")
     assert entry.actor_name == "system" and entry.before["approvals"] == 1 and entry.after["approvals"] == 0
     assert "bob's approval dismissed" in entry.message
-    # bob may approve again, on the new result
-    assert services.review_approve(proposal_id=prop.id, user=people["bob"]).status == "wrong"
+    # nobody approves the new result: it no longer meets the goal
+    with pytest.raises(ValueError, match="no longer meets the goal"):
+        services.review_approve(proposal_id=prop.id, user=people["bob"])
+    # a re-evaluation that is ok again may be approved again (bob included)
+    services.evaluation_recorded(evaluation_id=finish_evaluation(cand, real_outcome()).id)
+    assert services.review_approve(proposal_id=prop.id, user=people["bob"]).status == "ok"
 
 
 def test_an_approval_is_dismissed_when_the_speedup_moves_beyond_noise(people):
@@ -392,3 +396,17 @@ def test_a_candidate_still_in_its_run_cannot_be_re_evaluated(people, queued):
     with pytest.raises(ValueError, match="has not been judged yet"):
         services.candidate_reevaluate(candidate_id=cand.id, user=people["alice"])
     assert not queued and not rm.Evaluation.objects.exists()
+
+
+def test_without_a_bucket_each_call_uses_the_nearest_champion(tmp_path):
+    for version, bucket in ((1, "2^8x2^10"), (2, "2^12x2^12")):
+        manifest = {"workload": "softmax", "target": "cpu", "version": version, "params": {},
+                    "source_sha256": library.sha256(f"// v{version}"), "shape_bucket": bucket}
+        library.write_version(manifest, f"// v{version}", tmp_path)
+        library.set_champion("softmax", "cpu", bucket, version, tmp_path)
+    both = library.load("softmax", "cpu", root=tmp_path)
+    assert both.choose({"rows": 300, "cols": 900})["version"] == 1
+    assert both.choose({"rows": 4096, "cols": 2048})["version"] == 2
+    assert library.load("softmax", "cpu", "2^12x2^12", root=tmp_path).manifest["version"] == 2
+    with pytest.raises(library.LibraryError, match="there are: 2\\^12x2\\^12, 2\\^8x2\\^10"):
+        library.load("softmax", "cpu", "2^4x2^4", root=tmp_path)

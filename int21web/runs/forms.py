@@ -34,6 +34,16 @@ class GoalForm(forms.Form):
     seed = forms.IntegerField(initial=0, min_value=0)
     cold = forms.BooleanField(required=False, help_text="ignore lessons of earlier runs")
     required_approvals = forms.IntegerField(min_value=1, max_value=10, initial=1)
+    # The language model for llm_coder / llm_analyst (docs/agents.md); empty: the server's
+    # LLM_* settings. The API key never goes here: it stays in the server's environment.
+    llm_provider = forms.ChoiceField(required=False, choices=[("", "server default"), ("openai", "OpenAI-compatible"),
+                                                              ("ollama", "Ollama")])
+    llm_model = forms.CharField(required=False, max_length=200)
+    llm_base_url = forms.CharField(required=False, max_length=500)
+    llm_temperature = forms.FloatField(required=False)
+    llm_max_tokens = forms.IntegerField(required=False)
+    llm_budget_requests = forms.IntegerField(required=False)
+    llm_budget_tokens = forms.IntegerField(required=False)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -128,12 +138,23 @@ def validate_goal(data) -> tuple[Goal | None, dict, dict]:
     if c.get("atol") is not None or c.get("rtol") is not None:
         tolerance = {"atol": c["atol"] if c.get("atol") is not None else wl.tolerance.atol,
                      "rtol": c["rtol"] if c.get("rtol") is not None else wl.tolerance.rtol}
+    llm = {k: c[f"llm_{k}"] for k in ("provider", "model", "base_url", "temperature", "max_tokens")
+           if c.get(f"llm_{k}") not in (None, "")}
+    budget = {k: c[f"llm_budget_{k}"] for k in ("requests", "tokens") if c.get(f"llm_budget_{k}") is not None}
+    if budget:
+        llm["budget"] = budget
+    from int21web.runs.llm import goal_llm_errors
+    for field, message in goal_llm_errors(llm).items():
+        name = field.replace("llm.", "llm_").replace(".", "_")
+        errors[name if name in form.fields else "llm"] = message
+    if errors:
+        return None, errors, info
     goal = Goal(workload=workload, target=target, shapes=_shapes(data.get("shapes", "")),
                 held_out=_shapes(data.get("held_out", "")), metric=c["metric"],
                 budget=Budget(evaluations=c["evaluations"], wall_seconds=c.get("wall_seconds"),
                               target_speedup=c.get("target_speedup"), stagnation_generations=c.get("stagnation")),
                 team=list(c["team"]), population=c["population"], seed=c["seed"], cold=c["cold"],
-                tolerance=tolerance, space=space_json)
+                tolerance=tolerance, space=space_json, llm=llm)
     try:
         check_goal(goal)
     except GoalError as exc:
@@ -150,7 +171,9 @@ def initial_from(name: str, goal: Goal, required_approvals: int = 1) -> dict:
             "rtol": tol.get("rtol"), "evaluations": goal.budget.evaluations, "wall_seconds": goal.budget.wall_seconds,
             "target_speedup": goal.budget.target_speedup, "stagnation": goal.budget.stagnation_generations,
             "population": goal.population, "team": goal.team, "seed": goal.seed, "cold": goal.cold,
-            "required_approvals": required_approvals}
+            "required_approvals": required_approvals,
+            **{f"llm_{k}": v for k, v in (goal.llm or {}).items() if k != "budget"},
+            **{f"llm_budget_{k}": v for k, v in ((goal.llm or {}).get("budget") or {}).items()}}
 
 
 def editor_rows(workload: str, target: str, space: dict | None) -> dict:

@@ -130,11 +130,13 @@ def run_stop(*, run_id: int, author=None) -> None:
 
 
 def space_of(goal: Goal):
+    """The space a run of ``goal`` searches: its own (or the template's) plus learned variants."""
     from kernels import workloads
+    from swarm.knowledge.variants import template_for
     from swarm.space import goal_space
     wl = workloads.get(goal.workload)
     shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
-    return goal_space(goal, wl, wl.template(goal.target), shapes)
+    return goal_space(goal, wl, template_for(goal, wl, DjangoKnowledge(), fingerprint_key(goal.target)), shapes)
 
 
 def goal_save(*, name: str, goal: Goal, owner=None, required_approvals: int = 1, row: m.Goal | None = None) -> m.Goal:

@@ -43,8 +43,10 @@ def _editor(request, *, row=None, data=None, errors=None, info=None, status=200)
         initial = forms.initial_from(row.name if row else "", goal, row.required_approvals if row else 1)
         form = forms.GoalForm(initial=initial)
         workload, target, space = goal.workload, goal.target, goal.space
+    from int21web.runs.llm import llm_status
     return render(request, "runs/goal_edit.html", {
-        "form": form, "row": row, "errors": errors or {}, "info": info or {},
+        "form": form, "row": row, "errors": errors or {}, "info": info or {}, "llm": llm_status(),
+        "llm_fields": [f for f in forms.GoalForm.base_fields if f.startswith("llm_")],
         "space": forms.editor_rows(workload, target, space)}, status=status)
 
 
@@ -81,7 +83,7 @@ def _save(request, row):
 def goal_validate(request):
     """Live validation (htmx): a summary, plus an out-of-band message slot per field."""
     goal, errors, info = forms.validate_goal(request.POST)
-    fields = set(forms.GoalForm.base_fields) | {k for k in request.POST if k.startswith("space-")} | {"space", "goal"}
+    fields = set(forms.GoalForm.base_fields) | {k for k in request.POST if k.startswith("space-")} | {"space", "goal", "llm"}
     slots = [(f, errors.get(f, "")) for f in sorted(fields)]
     return render(request, "runs/_validation.html", {"errors": errors, "info": info, "ok": goal is not None,
                                                       "slots": slots})

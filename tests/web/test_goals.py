@@ -120,3 +120,16 @@ def test_the_dashboard_shows_active_runs_the_review_queue_and_workers(as_role, s
     assert page.status_code == 200
     assert 'id="active-count">1<' in html and 'id="review-count">0<' in html
     assert "embedded workers" in html and "0/10" in html
+
+
+def test_a_goal_chooses_its_language_model_without_a_key(as_role):
+    client = as_role("engineer")
+    resp = post(client, llm_provider="ollama", llm_model="qwen2.5-coder:7b", llm_temperature="0.2",
+                llm_budget_requests="12", team=["explorer", "llm_coder"])
+    assert resp.status_code == 302, resp.context and resp.context["errors"]
+    spec = m.Goal.objects.get().spec
+    assert spec["llm"] == {"provider": "ollama", "model": "qwen2.5-coder:7b", "temperature": 0.2,
+                           "budget": {"requests": 12}}
+    assert "llm_coder" in spec["team"] and "key" not in str(spec["llm"]).lower()
+    bad = post(client, name="bad model", llm_provider="openai", llm_temperature="9")
+    assert bad.status_code == 400 and "llm_temperature" in bad.context["errors"], bad.context["errors"]

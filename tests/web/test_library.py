@@ -410,3 +410,22 @@ def test_without_a_bucket_each_call_uses_the_nearest_champion(tmp_path):
     assert library.load("softmax", "cpu", "2^12x2^12", root=tmp_path).manifest["version"] == 2
     with pytest.raises(library.LibraryError, match="there are: 2\\^12x2\\^12, 2\\^8x2\\^10"):
         library.load("softmax", "cpu", "2^4x2^4", root=tmp_path)
+
+
+def test_the_library_command_lists_and_exports(people, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
+    from django.core.management import call_command
+    monkeypatch.setattr(run_evaluation, "apply_async", lambda *a, **k: None)
+    outcome = real_outcome()
+    cand = make_candidate(outcome=outcome, started_by=people["alice"])
+    prop = services.promotion_propose(candidate_id=cand.id, user=people["alice"])
+    services.review_approve(proposal_id=prop.id, user=people["bob"])
+    prop.refresh_from_db()
+    prop.recheck.status, prop.recheck.outcome = "ok", {**outcome, "purpose": "held_out"}
+    prop.recheck.finished_at = prop.recheck.started_at
+    prop.recheck.save()
+    services.evaluation_recorded(evaluation_id=prop.recheck.id)
+    out = io.StringIO()
+    call_command("library", "list", "--json", stdout=out)
+    assert [(r["workload"], r["version"], r["champion"]) for r in json.loads(out.getvalue())] == [("softmax", 1, True)]
+    call_command("library", "export", "--to", str(tmp_path), stdout=io.StringIO())
+    assert library.load("softmax", "cpu", root=tmp_path).manifest["source_sha256"] == library.sha256(cand.source)

@@ -1,0 +1,115 @@
+"""Idempotent orchestration and delivery, on the database alone: one lease per run, one claim
+per attempt, a lost attempt's late result refused, a stale attempt re-queued once."""
+import os
+import subprocess
+from datetime import timedelta
+
+import pytest
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from int21web.runs import delivery, services
+from int21web.runs import models as m
+from int21web.runs.executor import CeleryExecutor
+from int21web.runs.lease import HOST, Lease
+
+
+@pytest.fixture
+def run(db):
+    row = m.Run.objects.create(spec={"workload": "softmax", "target": "cpu"}, state="running")
+    return row
+
+
+@pytest.fixture
+def candidate(run):
+    return m.Candidate.objects.create(run=run, generation=0, key="k1", params={}, agent="explorer", rationale="",
+                                      source="", attempt=1, state="queued")
+
+
+def test_a_second_driver_finds_the_lease_taken(run):
+    first, second = Lease(run.id), Lease(run.id)
+    assert first.acquire()
+    assert not second.acquire()
+    first.release()
+    assert second.acquire()
+
+
+def test_an_expired_lease_is_free(run):
+    m.Run.objects.filter(pk=run.id).update(lease_holder="elsewhere:1:ab", lease_until=timezone.now() - timedelta(seconds=1))
+    assert Lease(run.id).acquire()
+
+
+def test_a_lease_whose_process_died_on_this_host_is_free_at_once(run):
+    p = subprocess.Popen(["true"])
+    p.wait()
+    m.Run.objects.filter(pk=run.id).update(lease_holder=f"{HOST}:{p.pid}:ab",
+                                           lease_until=timezone.now() + timedelta(minutes=5))
+    assert Lease(run.id).acquire()
+    m.Run.objects.filter(pk=run.id).update(lease_holder=f"{HOST}:{os.getpid()}:cd",
+                                           lease_until=timezone.now() + timedelta(minutes=5))
+    assert not Lease(run.id).acquire(), "a live holder keeps it"
+
+
+def test_a_renewal_after_the_lease_was_taken_over_says_so(run):
+    mine = Lease(run.id, ttl_seconds=60)
+    assert mine.acquire()
+    m.Run.objects.filter(pk=run.id).update(lease_holder="elsewhere:1:ab")
+    assert not mine.renew() and mine.lost.is_set()
+
+
+def test_only_running_runs_are_driven(run):
+    m.Run.objects.filter(pk=run.id).update(state="paused")
+    assert not Lease(run.id).acquire()
+
+
+def test_drive_returns_at_once_while_another_driver_holds_the_run(run):
+    m.Run.objects.filter(pk=run.id).update(lease_holder="elsewhere:1:ab", lease_until=timezone.now() + timedelta(minutes=1))
+
+    class Boom:
+        def evaluate(self, goal, candidates):
+            raise AssertionError("must not evaluate")
+
+    record = services.run_drive(run_id=run.id, executor=Boom())
+    assert record.generation == 0 and not m.Generation.objects.filter(run=run).exists()
+
+
+def test_an_attempt_is_claimed_once(candidate):
+    assert delivery.claim(candidate.id, 1, "w1") is not None
+    assert delivery.claim(candidate.id, 1, "w2") is None, "a second delivery of the same attempt"
+    assert m.Candidate.objects.get(pk=candidate.id).state == "running"
+
+
+def test_a_lost_attempt_cannot_finish_and_a_finished_candidate_is_not_claimed_again(candidate):
+    first = delivery.claim(candidate.id, 1, "w1")
+    m.Evaluation.objects.filter(pk=first.pk).update(lost_at=Now())
+    second = delivery.claim(candidate.id, 2, "w2")
+    assert not delivery.finish(first, status="ok", outcome={}, seconds=1.0)
+    assert delivery.finish(second, status="ok", outcome={}, seconds=1.0)
+    assert delivery.claim(candidate.id, 3, "w3") is None
+    assert m.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False).count() == 1
+
+
+def test_a_stale_attempt_is_requeued_once_under_the_next_number(candidate, settings):
+    ev = delivery.claim(candidate.id, 1, "gone@host")
+    m.Evaluation.objects.filter(pk=ev.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    attempts = {candidate.id: 1}
+    ex = CeleryExecutor()
+    again = list(ex._requeue_stale({candidate.id}, attempts, timedelta(seconds=30)))
+    assert [cid for cid, _ in again] == [candidate.id] and "gone@host stopped answering" in again[0][1]
+    assert attempts == {candidate.id: 2} and m.Candidate.objects.get(pk=candidate.id).attempt == 2
+    assert list(ex._requeue_stale({candidate.id}, attempts, timedelta(seconds=30))) == []
+
+
+def test_a_fresh_heartbeat_is_left_alone(candidate):
+    delivery.claim(candidate.id, 1, "busy@host")
+    assert list(CeleryExecutor()._requeue_stale({candidate.id}, {candidate.id: 1}, timedelta(seconds=30))) == []
+
+
+def test_recovery_queues_the_driver_of_an_undriven_run(run, django_capture_on_commit_callbacks, monkeypatch):
+    sent = []
+    from int21web.runs import tasks
+    monkeypatch.setattr(tasks.drive_run, "delay_on_commit", lambda run_id: sent.append(run_id))
+    m.Run.objects.filter(pk=run.id).update(updated_at=timezone.now() - timedelta(minutes=5))
+    assert services.run_recover(grace_seconds=60) == [run.id] and sent == [run.id]
+    m.Run.objects.filter(pk=run.id).update(lease_holder="x:1:a", lease_until=timezone.now() + timedelta(minutes=1))
+    assert services.run_recover(grace_seconds=60) == []

@@ -277,7 +277,11 @@ def evaluation_run(*, evaluation_id: int) -> None:
                                                   heartbeat_at=timezone.now())
     with delivery.heartbeat(ev):
         started = time.monotonic()
-        outcome = Evaluator(es).evaluate(cand.source, cand.params, goal.workload, goal.target)
+        try:
+            outcome = Evaluator(es).evaluate(cand.source, cand.params, goal.workload, goal.target)
+        except Exception as exc:   # infrastructure (no compiler, target gone): never a verdict on the kernel
+            _evaluation_broken(ev, f"{type(exc).__name__}: {exc}")
+            raise
         seconds = time.monotonic() - started
     result = Result.from_outcome(outcome, goal.metric)
     data = {**outcome.to_json(), "result": result.to_json(), **request,
@@ -287,6 +291,39 @@ def evaluation_run(*, evaluation_id: int) -> None:
             status=result.status, outcome=data, finished_at=timezone.now(), evaluator_seconds=seconds)
         if done:
             evaluation_recorded(evaluation_id=ev.pk)
+
+
+def _evaluation_broken(ev: rm.Evaluation, why: str) -> None:
+    """The evaluation could not run. The attempt is given up (lost); a proposal waiting on it
+    as its held-out re-check goes back to open, to be re-checked again (promotion_recheck)."""
+    with transaction.atomic():
+        rm.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True).update(
+            lost_at=timezone.now(), outcome={**(ev.outcome or {}), "error": why[:2000]})
+        for prop in Proposal.objects.select_for_update().filter(recheck_id=ev.pk, state="rechecking"):
+            before = _snapshot(prop)
+            prop.state, prop.reason = "open", f"the held-out re-check could not run ({why})"[:500]
+            prop.save(update_fields=["state", "reason", "updated_at"])
+            _audit(None, "recheck_error", proposal=prop, before=before, after=_snapshot(prop), message=why)
+
+
+def promotion_recheck(*, proposal_id: int, user) -> Proposal:
+    """Run the held-out re-check again for an open proposal that has its approvals (after a
+    re-check that could not run). Engineers and reviewers may ask."""
+    if not (has_role(user, "engineer") or has_role(user, "reviewer")):
+        raise RoleError("re-running a held-out re-check needs the engineer or reviewer role")
+    with transaction.atomic():
+        prop = _locked_proposal(proposal_id)
+        if prop.state != "open":
+            raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; only an open proposal "
+                             "can be re-checked.")
+        have = approvals(prop).count()
+        if have < prop.required_approvals:
+            raise ValueError(f"Proposal #{prop.id} has {have} of {prop.required_approvals} approvals; the "
+                             "re-check starts with the last one.")
+        before = _snapshot(prop)
+        _start_recheck(prop, user)
+        _audit(user, "recheck", proposal=prop, before=before, after=_snapshot(prop))
+    return prop
 
 
 def evaluation_recorded(*, evaluation_id: int) -> None:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("reviews/", views.reviews, name="reviews"),
     path("reviews/<int:proposal_id>/approve/", views.approve, name="review-approve"),
     path("reviews/<int:proposal_id>/request-changes/", views.request_changes, name="review-request-changes"),
+    path("reviews/<int:proposal_id>/recheck/", views.recheck, name="review-recheck"),
     path("library/", views.library, name="library"),
     path("library/<int:kernel_id>/", views.kernel, name="kernel"),
     path("library/<int:kernel_id>/download/", views.download, name="kernel-download"),

@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from int21web.accounts.roles import RoleError, has_role, role_required
@@ -17,6 +18,14 @@ from int21web.library import evidence, selectors, services
 
 def _figure_json(fig):
     return json.dumps(fig) if fig else ""
+
+
+def _back(request, default: str) -> str:
+    """Where a form came from (``next``), if it is a page of this site."""
+    target = request.POST.get("next") or ""
+    ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                         require_https=request.is_secure())
+    return target if target and ok else default
 
 
 def _act(request, back: str, call, done: str):
@@ -70,7 +79,7 @@ def reviews(request):
 
 @require_POST
 def approve(request, proposal_id: int):
-    return _act(request, request.POST.get("next") or "/reviews/",
+    return _act(request, _back(request, "/reviews/"),
                 lambda: services.review_approve(proposal_id=proposal_id, user=request.user,
                                                 comment=request.POST.get("comment", "")),
                 f"Approved proposal #{proposal_id}.")
@@ -78,10 +87,17 @@ def approve(request, proposal_id: int):
 
 @require_POST
 def request_changes(request, proposal_id: int):
-    return _act(request, request.POST.get("next") or "/reviews/",
+    return _act(request, _back(request, "/reviews/"),
                 lambda: services.review_request_changes(proposal_id=proposal_id, user=request.user,
                                                         comment=request.POST.get("comment", "")),
                 f"Changes requested on proposal #{proposal_id}.")
+
+
+@require_POST
+def recheck(request, proposal_id: int):
+    return _act(request, _back(request, "/reviews/"),
+                lambda: services.promotion_recheck(proposal_id=proposal_id, user=request.user),
+                f"Held-out re-check of proposal #{proposal_id} queued.")
 
 
 @role_required("viewer")

@@ -429,3 +429,38 @@ def test_the_library_command_lists_and_exports(people, tmp_path, monkeypatch, dj
     assert [(r["workload"], r["version"], r["champion"]) for r in json.loads(out.getvalue())] == [("softmax", 1, True)]
     call_command("library", "export", "--to", str(tmp_path), stdout=io.StringIO())
     assert library.load("softmax", "cpu", root=tmp_path).manifest["source_sha256"] == library.sha256(cand.source)
+
+
+def test_a_recheck_that_cannot_run_reopens_the_proposal_to_be_rechecked_again(people, worker, monkeypatch, client,
+                                                                              django_capture_on_commit_callbacks):
+    from kernels.harness import evaluator
+    cand = make_candidate(outcome=real_outcome(), started_by=people["alice"])
+    prop = services.promotion_propose(candidate_id=cand.id, user=people["alice"])
+
+    def no_compiler(self, *a, **k):
+        raise RuntimeError("target cpu is not available here: no C compiler")
+    monkeypatch.setattr(evaluator.Evaluator, "evaluate", no_compiler)
+    with pytest.raises(RuntimeError), django_capture_on_commit_callbacks(execute=True):
+        services.review_approve(proposal_id=prop.id, user=people["bob"])
+    prop.refresh_from_db()
+    assert prop.state == "open" and "could not run" in prop.reason
+    assert prop.recheck.lost_at is not None and prop.recheck.finished_at is None
+    assert actions(prop)[-1] == "recheck_error"
+    monkeypatch.undo()
+    monkeypatch.setattr(run_evaluation, "apply_async", lambda args, queue=None, **kw: run_evaluation(*args))
+    with pytest.raises(RoleError):
+        services.promotion_recheck(proposal_id=prop.id, user=people["victor"])
+    client.force_login(people["alice"])
+    assert b"Run the held-out re-check again" in client.get("/reviews/").content
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/reviews/{prop.id}/recheck/", {"next": "https://evil.example/"})
+    prop.refresh_from_db()
+    assert prop.state == "promoted" and actions(prop)[-3:] == ["recheck", "recheck_passed", "promote"]
+
+
+def test_a_form_only_goes_back_to_a_page_of_this_site(people, client, queued):
+    cand = make_candidate(outcome=real_outcome(), started_by=people["alice"])
+    prop = services.promotion_propose(candidate_id=cand.id, user=people["alice"])
+    client.force_login(people["bob"])
+    resp = client.post(f"/reviews/{prop.id}/request-changes/", {"comment": "x", "next": "https://evil.example/"})
+    assert resp["Location"] == "/reviews/"

@@ -104,13 +104,17 @@ def _finite(text):
     return value
 
 
-class StrictParser(Parser):
-    """JSON as PostgreSQL stores it: no NaN/Infinity (Python's json would accept them), no NUL."""
+def strict_json(text):
+    """JSON as PostgreSQL stores it: no NaN/Infinity (Python's json would accept them), no NUL.
+    Raises ValueError (json.JSONDecodeError for malformed text)."""
+    data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    _nul_free(data)
+    return data
 
+
+class StrictParser(Parser):
     def parse_body(self, request):
-        data = json.loads(request.body, parse_constant=_no_constant, parse_float=_finite)
-        _nul_free(data)
-        return data
+        return strict_json(request.body)
 
     def parse_querydict(self, data, list_fields, request):
         out = super().parse_querydict(data, list_fields, request)

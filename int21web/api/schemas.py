@@ -107,6 +107,12 @@ class GoalIn(GoalSpec):
     required_approvals: int = Field(1, ge=1, le=10)
 
 
+class GoalCheckIn(GoalSpec):
+    """A goal to check: the create body, ``name`` and ``required_approvals`` optional."""
+    name: Optional[str] = Field(None, max_length=200)
+    required_approvals: Optional[int] = Field(None, ge=1, le=10)
+
+
 def goal_of(payload: BaseModel) -> Goal:
     """The domain Goal of a validated body; fields not sent take Goal's own defaults."""
     data = payload.model_dump(exclude_unset=True, exclude={"name", "required_approvals"})

@@ -254,6 +254,7 @@ def test_a_goal_can_be_checked_without_saving(erin):
     spec = {k: v for k, v in GOAL.items() if k != "name"}
     ok = post(erin, "/api/goals/validate", spec)
     assert ok.status_code == 200 and ok.json()["space_size"] == 2 * 2
+    assert post(erin, "/api/goals/validate", GOAL).status_code == 200      # the create body is fine too
     bad = post(erin, "/api/goals/validate", {**spec, "space": {**SPACE, "constraints": ["cols % VEC =="]}})
     assert bad.status_code == 400 and bad.json()["field"] == "space.constraints.0.expr"
 

@@ -9,7 +9,7 @@ from ninja import Query, Router, Status
 from int21web.api import selectors
 from int21web.api.auth import need
 from int21web.api.errors import not_found
-from int21web.api.schemas import GoalIn, GoalSpec, Id, goal_of
+from int21web.api.schemas import GoalCheckIn, GoalIn, Id, goal_of
 from int21web.runs import models as m
 from int21web.runs import services
 
@@ -39,7 +39,7 @@ def goal_create(request, payload: GoalIn):
 
 
 @router.post("/goals/validate", summary="Check a goal and its design space without saving it")
-def goal_validate(request, payload: GoalSpec):
+def goal_validate(request, payload: GoalCheckIn):
     need(request, "viewer", "checking a goal")
     goal = goal_of(payload)
     from swarm.generation import check_goal

@@ -6,6 +6,7 @@ from typing import Literal, Optional
 from django.http import HttpResponse
 from ninja import Query, Router, Status
 
+from int21web.accounts.roles import require
 from int21web.api import selectors
 from int21web.api.auth import need
 from int21web.api.errors import ApiError, not_found
@@ -51,34 +52,40 @@ def run_get(request, run_id: Id):
     return selectors.run_json(run_row(run_id), detail=True)
 
 
-def _state_is(run: m.Run, allowed: tuple, action: str):
-    if run.state not in allowed:
-        raise ApiError(409, f"run {run.id} is {run.state}: only a {' or '.join(allowed)} run can be {action}",
-                       field="state")
+ALLOWED = {"pause": ("running",), "resume": ("paused",), "stop": ("created", "running", "paused")}
+DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}
+
+
+def control(run_id: int, action: str, user) -> m.Run:
+    """Pause, resume or stop a run for ``user`` (the API and the `runs` command); a run in
+    the wrong state is a 409 naming ``state``."""
+    require(user, "engineer", f"{DONE[action][:-2]}ing a run")      # pausing, resuming, stopping
+    run = run_row(run_id)
+    if run.state not in ALLOWED[action]:
+        raise ApiError(409, f"run {run.id} is {run.state}: only a {' or '.join(ALLOWED[action])} run can be "
+                            f"{DONE[action]}", field="state")
+    if action == "pause":
+        services.run_pause(run_id=run_id, reason=f"paused by {user.username}")
+    elif action == "resume":
+        services.run_resume(run_id=run_id, reason=f"resumed by {user.username}", drive=True)
+    else:
+        services.run_stop(run_id=run_id, author=user)
+    return run_row(run_id)
 
 
 @router.post("/runs/{run_id}/pause", summary="Pause after the generation in flight (engineer)")
 def run_pause(request, run_id: Id):
-    user = need(request, "engineer", "pausing a run")
-    _state_is(run_row(run_id), ("running",), "paused")
-    services.run_pause(run_id=run_id, reason=f"paused by {user.username}")
-    return selectors.run_json(run_row(run_id), detail=True)
+    return selectors.run_json(control(run_id, "pause", request.auth), detail=True)
 
 
 @router.post("/runs/{run_id}/resume", summary="Resume a paused run and queue its driver (engineer)")
 def run_resume(request, run_id: Id):
-    user = need(request, "engineer", "resuming a run")
-    _state_is(run_row(run_id), ("paused",), "resumed")
-    services.run_resume(run_id=run_id, reason=f"resumed by {user.username}", drive=True)
-    return selectors.run_json(run_row(run_id), detail=True)
+    return selectors.run_json(control(run_id, "resume", request.auth), detail=True)
 
 
 @router.post("/runs/{run_id}/stop", summary="Stop at the next generation; a paused run at once (engineer)")
 def run_stop(request, run_id: Id):
-    user = need(request, "engineer", "stopping a run")
-    _state_is(run_row(run_id), ("created", "running", "paused"), "stopped")
-    services.run_stop(run_id=run_id, author=user)
-    return selectors.run_json(run_row(run_id), detail=True)
+    return selectors.run_json(control(run_id, "stop", request.auth), detail=True)
 
 
 @router.get("/runs/{run_id}/events", summary="The run's stored events after sequence number `after`")

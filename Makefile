@@ -6,7 +6,7 @@ PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup migrate bench bench-harness clean
+.PHONY: run test setup migrate bench bench-harness clean prod bench-fleet
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,18 @@ run: migrate
 
 test: setup $(CHROMIUM)
 	$(PY) -m pytest
+
+# Production mode on this host against a running PostgreSQL and Redis: migrate, collect the static
+# files, then the Procfile's processes (web, orchestrate, cpu) under honcho. docs/deploy.md.
+prod: setup
+	@test "$${DEBUG}" = false && test -n "$${DATABASE_URL}" && test -n "$${REDIS_URL}" || \
+	  { echo "make prod needs DEBUG=false, DATABASE_URL, REDIS_URL, SECRET_KEY and ALLOWED_HOSTS (docs/deploy.md)"; exit 2; }
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v0
+	$(VENV)/bin/honcho start -f Procfile -p $(PORT)
+
+bench-fleet: setup
+	$(PY) bench/fleet_throughput.py $(BENCH_ARGS)
 
 bench: setup
 	$(PY) manage.py bench $(BENCH_ARGS)

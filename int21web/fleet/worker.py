@@ -1,7 +1,8 @@
 """What a `celery -A int21web worker` process does about the fleet, through Celery's signals:
 
 - before it starts: a worker for ``target.cuda`` refuses to start on a host where CuPy sees no
-  GPU (a clear message, exit status 78), and runs one evaluation per visible GPU;
+  GPU (a clear message, exit status 78); it runs one evaluation at a time on the one GPU it is
+  pinned to (one worker per GPU, ``CUDA_VISIBLE_DEVICES``);
 - when it is ready: it announces itself (queues, targets, host fingerprint) and then beats a
   heartbeat from a thread; when it stops: it says so.
 
@@ -33,8 +34,8 @@ def targets_of(queues) -> list[str]:
 
 
 def gpu_concurrency(queues, concurrency: int | None) -> int | None:
-    """The concurrency a worker with these queues must run at: for target.cuda one process per
-    visible GPU (None: not a CUDA worker). Raises Refusal where it cannot run."""
+    """The concurrency a worker with these queues must run at: 1 for target.cuda, one worker
+    process per GPU (None: not a CUDA worker). Raises Refusal where it cannot run."""
     if "cuda" not in targets_of(queues):
         return None
     from kernels import targets
@@ -42,12 +43,15 @@ def gpu_concurrency(queues, concurrency: int | None) -> int | None:
     if not ok:
         raise Refusal(f"this worker serves target.cuda, but {why}. Start CUDA workers only on GPU hosts "
                       f"(see docs/deploy.md); this host can serve target.cpu.")
+    if concurrency is not None and concurrency != 1:
+        raise Refusal(f"target.cuda runs one evaluation per GPU, so a CUDA worker runs with -c 1, not "
+                      f"-c {concurrency}: start one worker per GPU (CUDA_VISIBLE_DEVICES=i, -n cuda<i>@%h)")
     from kernels.targets.cuda import _gpu_info
     gpus = (_gpu_info()[0] or {}).get("gpu_count", 1)
-    if concurrency is not None and concurrency > gpus:
-        raise Refusal(f"target.cuda runs one evaluation per GPU: --concurrency {concurrency} is more than the "
-                      f"{gpus} GPU(s) CuPy sees (use -c {gpus}, or one worker per GPU with CUDA_VISIBLE_DEVICES)")
-    return gpus
+    if gpus > 1 and not os.environ.get("CUDA_VISIBLE_DEVICES"):
+        raise Refusal(f"CuPy sees {gpus} GPUs and this worker would put every evaluation on the first: pin it to "
+                      f"one with CUDA_VISIBLE_DEVICES=i and start one worker per GPU (docs/deploy.md)")
+    return 1
 
 
 def on_celeryd_init(sender=None, instance=None, conf=None, options=None, **_):

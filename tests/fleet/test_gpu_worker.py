@@ -1,5 +1,5 @@
 """A worker for target.cuda refuses to start where CuPy sees no GPU, and runs one evaluation
-per GPU where it does (the end-to-end GPU path is bench/gpu_worker_check.sh, on a GPU host)."""
+at a time on the one GPU it is pinned to where it does (the end-to-end GPU path is bench/gpu_worker_check.sh, on a GPU host)."""
 import os
 import subprocess
 import sys
@@ -39,12 +39,21 @@ def with_gpus(monkeypatch, count):
     monkeypatch.setattr(cuda, "_gpu_info", lambda: ({"gpu_count": count}, "") if count else (None, "none"))
 
 
-def test_a_cuda_worker_runs_one_evaluation_per_gpu(monkeypatch):
-    with_gpus(monkeypatch, 2)
-    assert worker.gpu_concurrency(["target.cuda"], None) == 2
-    assert worker.gpu_concurrency(["target.cuda"], 1) == 2
-    with pytest.raises(worker.Refusal, match="one evaluation per GPU: --concurrency 4 is more than the 2 GPU"):
+def test_a_cuda_worker_runs_one_evaluation_at_a_time_on_one_gpu(monkeypatch):
+    with_gpus(monkeypatch, 1)
+    assert worker.gpu_concurrency(["target.cuda"], None) == 1
+    assert worker.gpu_concurrency(["target.cuda"], 1) == 1
+    with pytest.raises(worker.Refusal, match="one evaluation per GPU, so a CUDA worker runs with -c 1, not -c 4"):
         worker.gpu_concurrency(["target.cuda"], 4)
+
+
+def test_on_a_host_of_several_gpus_each_worker_is_pinned_to_one(monkeypatch):
+    with_gpus(monkeypatch, 8)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with pytest.raises(worker.Refusal, match="CuPy sees 8 GPUs .* CUDA_VISIBLE_DEVICES=i"):
+        worker.gpu_concurrency(["target.cuda"], None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert worker.gpu_concurrency(["target.cuda"], None) == 1
 
 
 def test_cpu_and_orchestrate_workers_are_not_held_to_gpus(monkeypatch):

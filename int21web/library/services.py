@@ -242,7 +242,8 @@ def candidate_reevaluate(*, candidate_id: int, user=None, held_out: bool = False
                      "requested_by": requested_by or _name(user)})
         _audit(user, "reevaluate", candidate=cand, after={"evaluation": ev.id, "attempt": attempt,
                                                           "held_out": held_out},
-               message=("held-out re-check before promotion" if held_out else "re-evaluation requested"))
+               message=("held-out re-check before promotion" if held_out else "re-evaluation requested")
+               + (f" (asked by {requested_by})" if requested_by and user is None else ""))
         if not sync:
             from int21web.library.tasks import run_evaluation
             queue = f"target.{cand.run.spec.get('target', 'cpu')}"

@@ -1,10 +1,11 @@
 """The REST API: one NinjaAPI mounted at /api/ (schema /api/openapi.json, docs /api/docs).
 Endpoints are thin: parse (the schemas), check the role, call one service or selector."""
 from django.apps import apps
-from ninja import NinjaAPI, Swagger
+from ninja import NinjaAPI, Router, Swagger
 
 from int21web.api import errors, selectors
 from int21web.api.auth import AUTH, need
+from int21web.api.errors import ApiError
 from int21web.api.routes import goals, runs
 
 # Swagger UI comes from ninja's bundled static files ("ninja" is an installed app); no
@@ -33,3 +34,16 @@ def me(request):
 def worker_list(request):
     need(request, "viewer", "reading workers")
     return selectors.workers()
+
+
+fallback = Router()
+
+
+@fallback.api_operation(["GET", "POST", "PUT", "PATCH", "DELETE"], "/{path:rest}", auth=None,
+                        include_in_schema=False)
+def unknown(request, rest: str):
+    """Any other path under /api/ is a JSON 404 too, not the site's HTML page."""
+    raise ApiError(404, f"no API endpoint /api/{rest} (see /api/docs)")
+
+
+api.add_router("", fallback)      # last: its pattern matches every path

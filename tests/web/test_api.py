@@ -434,6 +434,14 @@ def test_workers_are_listed_from_the_fleet(vic, run):
     assert "live" in vic.get(f"/api/runs/{run['id']}").json()["workers"]
 
 
+def test_an_unknown_api_path_or_method_is_a_json_4xx(client, vic, goal):
+    for resp in (client.get("/api/nope"), vic.get("/api/goals/"), vic.get("/api/runs/1/zzz")):
+        assert resp.status_code == 404 and "no API endpoint" in resp.json()["error"], resp.content[:200]
+    deleted = vic.delete(f"/api/goals/{goal['id']}")
+    assert deleted.status_code == 405 and "PUT" in deleted["Allow"]
+    assert vic.get("/api/goals").status_code == 200 and client.get("/api/openapi.json").status_code == 200
+
+
 def test_garbage_in_query_strings_is_a_4xx(vic, run):
     for url in (f"/api/runs?state=exploded", f"/api/runs?limit=-1", f"/api/runs?goal=1e99",
                 f"/api/runs/{run['id']}/events?after=-3", f"/api/runs/{run['id']}/events?after=99999999999999999999999",

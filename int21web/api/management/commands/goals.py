@@ -32,7 +32,8 @@ class Command(BaseCommand):
         k = sub.add_parser("clone", help="copy a goal")
         k.add_argument("goal_id", type=int)
         cli.add_user_arg(k)
-        sub.add_parser("validate", help="check a goal file (no name needed); prints its design space").add_argument("file")
+        v = sub.add_parser("validate", help="check a goal file (no name needed); prints its design space's size")
+        v.add_argument("file")
 
     def handle(self, *args, **o):
         try:

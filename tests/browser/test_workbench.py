@@ -1,6 +1,9 @@
 """The workbench as a user sees it: sign in, write a goal with an own design space and a
 constraint, start a run, watch it live, steer it, review and promote, download from the library."""
+import hashlib
+import json
 import re
+import zipfile
 
 import pytest
 
@@ -91,4 +94,57 @@ def test_a_new_user_writes_a_goal_starts_a_run_and_steers_it(login, server):
     page.wait_for_function(f"document.querySelectorAll('#candidates tbody tr').length === {rows}")
     page.wait_for_function("window.int21Run.state === 'finished'")
     assert page.evaluate("window.int21Run.duplicates") == 0 and page.evaluate("window.int21Run.outOfOrder") == 0
-    server["run_url"] = run_url
+
+    # open the best candidate that has a parent: source, diff, reports, timing chart
+    best = page.evaluate("""() => {
+        const rows = Array.from(document.querySelectorAll('#candidates tbody tr'))
+          .filter(tr => tr.dataset.status === 'ok' && tr.children[4].querySelector('a'));
+        rows.sort((a, b) => parseFloat(b.children[6].textContent) - parseFloat(a.children[6].textContent));
+        return rows.length ? rows[0].id.replace('cand-', '') : null; }""")
+    assert best, "no judged candidate with a parent"
+    page.click(f"#cand-{best} td a")
+    page.wait_for_url(re.compile(rf".*/candidates/{best}/$"))
+    main = page.locator("main")
+    assert "kernel(" in main.inner_text()                           # the highlighted source
+    assert page.locator("table.diff").count() >= 1                  # diff against its parent
+    assert page.locator("table.correctness tr").count() > 3         # per shape x distribution
+    page.wait_for_selector(".chart .main-svg")                      # timing vs baselines
+    shot(page, "candidate")
+    if page.locator("text=Propose for promotion").count() == 0:
+        pytest.fail(f"candidate #{best} cannot be proposed: {main.inner_text()[:1500]}")
+    page.fill("input[name=note]", "fastest in the run; please check")
+    page.click("text=Propose for promotion")
+    page.wait_for_selector("text=proposal #")
+
+    # the engineer started the run, so a second user approves
+    reviewer = login("reviewer")
+    reviewer.goto(server["url"] + "/reviews/")
+    card = reviewer.locator(".proposal", has_text=f"Candidate #{best}")
+    card.locator("input[name=comment]").first.fill("looks right")
+    shot(reviewer, "review-queue")
+    card.locator("button", has_text="Approve").click()
+    # the gate re-checks the kernel on the held-out shapes in a fresh sandbox, then promotes it
+    for _ in range(120):
+        reviewer.goto(server["url"] + "/library/")
+        if reviewer.locator(f"a[href^='/candidates/{best}/']").count():
+            break
+        reviewer.wait_for_timeout(1000)
+    link = reviewer.locator("tr", has=reviewer.locator(f"a[href^='/candidates/{best}/']")).locator(
+        "a", has_text=re.compile(r"^v\d+$")).first
+    assert link.count(), reviewer.locator("main").inner_text()[:2000]
+    shot(reviewer, "library")
+    link.click()
+    reviewer.wait_for_url(re.compile(r".*/library/\d+/$"))
+    assert "33x250" in reviewer.locator("main").inner_text()      # held-out shape re-checked
+    with reviewer.expect_download() as dl:
+        reviewer.click("text=Download (source + manifest)")
+    path = dl.value.path()
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        manifest = json.loads(z.read(next(n for n in names if n.endswith("manifest.json"))))
+        source = z.read(next(n for n in names if n.endswith(".c"))).decode()
+    assert manifest["workload"] == "softmax" and manifest["target"] == "cpu"
+    assert manifest["candidate"]["id"] == int(best)
+    assert manifest["source_sha256"] == hashlib.sha256(source.encode()).hexdigest()
+    assert [a["reviewer"] for a in manifest["approvals"]] == ["reviewer"]
+    assert manifest["held_out_recheck"]["status"] == "ok"

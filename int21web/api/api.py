@@ -1,9 +1,12 @@
 """The REST API: one NinjaAPI mounted at /api/ (schema /api/openapi.json, docs /api/docs).
 Endpoints are thin: parse (the schemas), check the role, call one service or selector."""
+from typing import Any
+
 from django.apps import apps
 from ninja import NinjaAPI, Router, Swagger
 
 from int21web.api import errors, selectors
+from int21web.api import outputs as o
 from int21web.api.auth import AUTH, need
 from int21web.api.errors import ApiError
 from int21web.api.routes import goals, runs
@@ -23,14 +26,14 @@ if apps.is_installed("int21web.library"):      # the review gate and the kernel 
     api.add_router("", library.router)
 
 
-@api.get("/me", tags=["accounts"], summary="Who the API thinks you are, and your roles")
+@api.get("/me", response={200: o.Me, 401: o.Error}, tags=["accounts"], summary="Who the API thinks you are, and your roles")
 def me(request):
     from int21web.accounts.roles import roles_of
     user = request.auth
     return {"username": user.username, "roles": sorted(roles_of(user))}
 
 
-@api.get("/workers", tags=["workers"], summary="Workers of the fleet: queues, targets, heartbeat, status")
+@api.get("/workers", response={200: list[dict[str, Any]], **o.ERRORS}, tags=["workers"], summary="Workers of the fleet: queues, targets, heartbeat, status")
 def worker_list(request):
     need(request, "viewer", "reading workers")
     return selectors.workers()

@@ -1,11 +1,12 @@
 """/api/goals: saved goals and their design spaces."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from django.db import transaction
 from ninja import Query, Router, Status
 
+from int21web.api import outputs as o
 from int21web.api import selectors
 from int21web.api.auth import need
 from int21web.api.errors import not_found
@@ -23,14 +24,14 @@ def goal_row(goal_id: int) -> m.Goal:
     return row
 
 
-@router.get("/goals", summary="List saved goals")
+@router.get("/goals", response={200: list[o.GoalOut], **o.ERRORS}, summary="List saved goals")
 def goal_list(request, workload: Optional[str] = Query(None, max_length=64),
               target: Optional[str] = Query(None, max_length=32)):
     need(request, "viewer", "reading goals")
     return selectors.goals(workload=workload, target=target)
 
 
-@router.post("/goals", response={201: dict}, summary="Create a goal (engineer)")
+@router.post("/goals", response={201: o.GoalOut, **o.ERRORS}, summary="Create a goal (engineer)")
 def goal_create(request, payload: GoalIn):
     user = need(request, "engineer", "creating a goal")
     row = services.goal_save(name=payload.name, goal=goal_of(payload), owner=user,
@@ -38,7 +39,7 @@ def goal_create(request, payload: GoalIn):
     return Status(201, selectors.goal_json(row))
 
 
-@router.post("/goals/validate", summary="Check a goal and its design space without saving it")
+@router.post("/goals/validate", response={200: o.CheckOut, **o.ERRORS}, summary="Check a goal and its design space without saving it")
 def goal_validate(request, payload: GoalCheckIn):
     need(request, "viewer", "checking a goal")
     goal = goal_of(payload)
@@ -48,13 +49,13 @@ def goal_validate(request, payload: GoalCheckIn):
     return {"ok": True, "space": space.to_json(), "space_size": space.size()}
 
 
-@router.get("/goals/{goal_id}", summary="A goal")
+@router.get("/goals/{goal_id}", response={200: o.GoalOut, **o.ERRORS}, summary="A goal")
 def goal_get(request, goal_id: Id):
     need(request, "viewer", "reading goals")
     return selectors.goal_json(goal_row(goal_id))
 
 
-@router.put("/goals/{goal_id}", summary="Replace a goal (engineer; same body as create)")
+@router.put("/goals/{goal_id}", response={200: o.GoalOut, **o.ERRORS}, summary="Replace a goal (engineer; same body as create)")
 def goal_update(request, goal_id: Id, payload: GoalIn):
     need(request, "engineer", "editing a goal")
     with transaction.atomic():
@@ -63,13 +64,13 @@ def goal_update(request, goal_id: Id, payload: GoalIn):
     return selectors.goal_json(row)
 
 
-@router.post("/goals/{goal_id}/clone", response={201: dict}, summary="Copy a goal (engineer)")
+@router.post("/goals/{goal_id}/clone", response={201: o.GoalOut, **o.ERRORS}, summary="Copy a goal (engineer)")
 def goal_clone(request, goal_id: Id):
     user = need(request, "engineer", "cloning a goal")
     return Status(201, selectors.goal_json(services.goal_clone(goal_row=goal_row(goal_id), owner=user)))
 
 
-@router.get("/goals/{goal_id}/space", summary="The design space a run of this goal searches")
+@router.get("/goals/{goal_id}/space", response={200: o.SpaceOut, **o.ERRORS}, summary="The design space a run of this goal searches")
 def goal_space(request, goal_id: Id):
     need(request, "viewer", "reading goals")
     from int21web.runs.store import goal_from
@@ -77,7 +78,8 @@ def goal_space(request, goal_id: Id):
     return {"space": space.to_json(), "space_size": space.size()}
 
 
-@router.get("/workloads", tags=["workloads"], summary="Built-in workloads: signatures, template spaces, baselines")
+@router.get("/workloads", response={200: list[dict[str, Any]], **o.ERRORS}, tags=["workloads"],
+             summary="Built-in workloads: signatures, template spaces, baselines")
 def workload_list(request, name: Optional[str] = Query(None, max_length=64, description="only this one")):
     need(request, "viewer", "reading workloads")
     from int21web.harness.management.commands.workloads import describe

@@ -9,6 +9,7 @@ from typing import Literal, Optional
 from django.http import HttpResponse
 from ninja import Query, Router, Status
 
+from int21web.api import outputs as o
 from int21web.api import selectors
 from int21web.api.auth import need
 from int21web.api.errors import ApiError, not_found
@@ -48,20 +49,21 @@ def _kernel(kernel_id: int) -> KernelVersion:
     return kv
 
 
-@router.get("/candidates/{candidate_id}/comments", summary="Comments on a candidate")
+@router.get("/candidates/{candidate_id}/comments", response={200: list[o.CommentOut], **o.ERRORS},
+            summary="Comments on a candidate")
 def comment_list(request, candidate_id: Id):
     need(request, "viewer", "reading candidates")
     return selectors.comments(_candidate(candidate_id))
 
 
-@router.post("/candidates/{candidate_id}/comments", response={201: dict},
+@router.post("/candidates/{candidate_id}/comments", response={201: o.CommentOut, **o.WRITE_ERRORS},
              summary="Comment on a candidate (engineer or reviewer)")
 def comment_post(request, candidate_id: Id, payload: CommentIn):
     c = _call(services.comment_post, candidate_id=_candidate(candidate_id), user=request.auth, body=payload.body)
     return Status(201, selectors.comment_json(c))
 
 
-@router.post("/candidates/{candidate_id}/propose", response={201: dict},
+@router.post("/candidates/{candidate_id}/propose", response={201: o.ProposalOut, **o.WRITE_ERRORS},
              summary="Propose a candidate that meets its goal for promotion (engineer)")
 def proposal_create(request, candidate_id: Id, payload: Optional[NoteIn] = None):
     need(request, "engineer", "proposing a candidate for promotion")
@@ -70,7 +72,7 @@ def proposal_create(request, candidate_id: Id, payload: Optional[NoteIn] = None)
     return Status(201, selectors.proposal_json(_proposal(p.id)))
 
 
-@router.get("/reviews", summary="Proposals: the open ones (the review queue) and recent decisions")
+@router.get("/reviews", response={200: list[o.ProposalOut], **o.ERRORS}, summary="Proposals: the open ones (the review queue) and recent decisions")
 def proposal_list(request, state: Optional[Literal["open", "changes_requested", "rechecking", "recheck_failed",
                                                   "promoted"]] = None,
                   limit: int = Query(100, ge=1, le=1000)):
@@ -78,13 +80,14 @@ def proposal_list(request, state: Optional[Literal["open", "changes_requested", 
     return selectors.proposals(state=state, limit=limit)
 
 
-@router.get("/reviews/{proposal_id}", summary="A proposal with its reviews and audit trail")
+@router.get("/reviews/{proposal_id}", response={200: o.ProposalOut, **o.ERRORS}, summary="A proposal with its reviews and audit trail")
 def proposal_get(request, proposal_id: Id):
     need(request, "viewer", "reading reviews")
     return selectors.proposal_json(_proposal(proposal_id), audit=True)
 
 
-@router.post("/reviews/{proposal_id}/approve", summary="Approve (reviewer; not a run you started)")
+@router.post("/reviews/{proposal_id}/approve", response={200: o.ProposalOut, **o.WRITE_ERRORS},
+             summary="Approve (reviewer; not a run you started)")
 def review_approve(request, proposal_id: Id, payload: Optional[ReviewIn] = None):
     need(request, "reviewer", "approving a candidate")
     _call(services.review_approve, proposal_id=_proposal(proposal_id).id, user=request.auth,
@@ -92,7 +95,8 @@ def review_approve(request, proposal_id: Id, payload: Optional[ReviewIn] = None)
     return selectors.proposal_json(_proposal(proposal_id))
 
 
-@router.post("/reviews/{proposal_id}/request-changes", summary="Request changes, saying what (reviewer)")
+@router.post("/reviews/{proposal_id}/request-changes", response={200: o.ProposalOut, **o.WRITE_ERRORS},
+             summary="Request changes, saying what (reviewer)")
 def review_request_changes(request, proposal_id: Id, payload: ReviewIn):
     need(request, "reviewer", "requesting changes")
     if not payload.comment.strip():
@@ -102,7 +106,7 @@ def review_request_changes(request, proposal_id: Id, payload: ReviewIn):
     return selectors.proposal_json(_proposal(proposal_id))
 
 
-@router.get("/library", summary="Promoted kernels, newest version first per (workload, target)")
+@router.get("/library", response={200: list[o.KernelOut], **o.ERRORS}, summary="Promoted kernels, newest version first per (workload, target)")
 def kernel_list(request, workload: Optional[str] = Query(None, max_length=64, pattern=r"^[\w.-]+$"),
                 target: Optional[str] = Query(None, max_length=32, pattern=r"^[\w.-]+$"),
                 champion: Optional[bool] = None):
@@ -110,7 +114,7 @@ def kernel_list(request, workload: Optional[str] = Query(None, max_length=64, pa
     return selectors.kernels(workload=workload, target=target, champion=champion)
 
 
-@router.get("/library/{kernel_id}", summary="A promoted kernel: source, params and its evidence manifest")
+@router.get("/library/{kernel_id}", response={200: o.KernelOut, **o.ERRORS}, summary="A promoted kernel: source, params and its evidence manifest")
 def kernel_get(request, kernel_id: Id):
     need(request, "viewer", "reading the library")
     return selectors.kernel_json(_kernel(kernel_id), detail=True)
@@ -125,7 +129,8 @@ def kernel_download(request, kernel_id: Id):
     return resp
 
 
-@router.post("/library/{kernel_id}/crown", summary="Make this version the champion of its shape bucket (reviewer)")
+@router.post("/library/{kernel_id}/crown", response={200: o.KernelOut, **o.WRITE_ERRORS},
+             summary="Make this version the champion of its shape bucket (reviewer)")
 def kernel_crown(request, kernel_id: Id):
     need(request, "reviewer", "choosing a champion")
     kv = _call(services.kernel_crown, kernel_id=_kernel(kernel_id).id, user=request.auth)

@@ -7,6 +7,7 @@ from django.http import HttpResponse
 from ninja import Query, Router, Status
 
 from int21web.accounts.roles import require
+from int21web.api import outputs as o
 from int21web.api import selectors
 from int21web.api.auth import need
 from int21web.api.errors import ApiError, not_found
@@ -28,14 +29,14 @@ def run_row(run_id: int) -> m.Run:
     return row
 
 
-@router.get("/runs", summary="List runs, newest first")
+@router.get("/runs", response={200: list[o.RunOut], **o.ERRORS}, summary="List runs, newest first")
 def run_list(request, state: Optional[RunState] = None, goal: Optional[Id] = None,
              limit: int = Query(100, ge=1, le=1000)):
     need(request, "viewer", "reading runs")
     return selectors.runs(state=state, goal_id=goal, limit=limit)
 
 
-@router.post("/runs", response={201: dict}, summary="Start a run of a saved goal (engineer)")
+@router.post("/runs", response={201: o.RunDetail, **o.WRITE_ERRORS}, summary="Start a run of a saved goal (engineer)")
 def run_create(request, payload: RunIn):
     user = need(request, "engineer", "starting a run")
     row = goal_row(payload.goal_id)
@@ -46,7 +47,7 @@ def run_create(request, payload: RunIn):
     return Status(201, selectors.run_json(run_row(run_id), detail=True))
 
 
-@router.get("/runs/{run_id}", summary="A run: state, progress by candidate state, best candidate")
+@router.get("/runs/{run_id}", response={200: o.RunDetail, **o.ERRORS}, summary="A run: state, progress by candidate state, best candidate")
 def run_get(request, run_id: Id):
     need(request, "viewer", "reading runs")
     return selectors.run_json(run_row(run_id), detail=True)
@@ -73,22 +74,26 @@ def control(run_id: int, action: str, user) -> m.Run:
     return run_row(run_id)
 
 
-@router.post("/runs/{run_id}/pause", summary="Pause after the generation in flight (engineer)")
+@router.post("/runs/{run_id}/pause", response={200: o.RunDetail, **o.WRITE_ERRORS},
+             summary="Pause after the generation in flight (engineer)")
 def run_pause(request, run_id: Id):
     return selectors.run_json(control(run_id, "pause", request.auth), detail=True)
 
 
-@router.post("/runs/{run_id}/resume", summary="Resume a paused run and queue its driver (engineer)")
+@router.post("/runs/{run_id}/resume", response={200: o.RunDetail, **o.WRITE_ERRORS},
+             summary="Resume a paused run and queue its driver (engineer)")
 def run_resume(request, run_id: Id):
     return selectors.run_json(control(run_id, "resume", request.auth), detail=True)
 
 
-@router.post("/runs/{run_id}/stop", summary="Stop at the next generation; a paused run at once (engineer)")
+@router.post("/runs/{run_id}/stop", response={200: o.RunDetail, **o.WRITE_ERRORS},
+             summary="Stop at the next generation; a paused run at once (engineer)")
 def run_stop(request, run_id: Id):
     return selectors.run_json(control(run_id, "stop", request.auth), detail=True)
 
 
-@router.get("/runs/{run_id}/events", summary="The run's stored events after sequence number `after`")
+@router.get("/runs/{run_id}/events", response={200: list[o.EventOut], **o.ERRORS},
+            summary="The run's stored events after sequence number `after`")
 def run_events(request, run_id: Id, after: Seq = 0,
                limit: int = Query(selectors.EVENT_PAGE, ge=1, le=selectors.EVENT_PAGE)):
     need(request, "viewer", "reading runs")
@@ -96,7 +101,8 @@ def run_events(request, run_id: Id, after: Seq = 0,
     return selectors.events(run_id, after=after, limit=limit)
 
 
-@router.get("/runs/{run_id}/candidates", summary="The run's candidates (no source; see /candidates/{id})")
+@router.get("/runs/{run_id}/candidates", response={200: list[o.CandidateSummary], **o.ERRORS},
+            summary="The run's candidates (no source; see /candidates/{id})")
 def run_candidates(request, run_id: Id, state: Optional[CandState] = None,
                    status: Optional[str] = Query(None, max_length=24, pattern=r"^[a-z_]+$"),
                    generation: Optional[int] = Query(None, ge=0, le=2**31),
@@ -106,7 +112,7 @@ def run_candidates(request, run_id: Id, state: Optional[CandState] = None,
     return selectors.candidates(run_id, state=state, status=status, generation=generation, order=order)
 
 
-@router.get("/runs/{run_id}/candidates.csv", summary="The run's candidates as CSV")
+@router.get("/runs/{run_id}/candidates.csv", response={200: str, **o.ERRORS}, summary="The run's candidates as CSV")
 def run_candidates_csv(request, run_id: Id):
     need(request, "viewer", "reading runs")
     run_row(run_id)
@@ -115,14 +121,15 @@ def run_candidates_csv(request, run_id: Id):
     return resp
 
 
-@router.get("/runs/{run_id}/guidance", tags=["guidance"], summary="The run's guidance, oldest first")
+@router.get("/runs/{run_id}/guidance", response={200: list[o.GuidanceOut], **o.ERRORS}, tags=["guidance"],
+            summary="The run's guidance, oldest first")
 def guidance_list(request, run_id: Id):
     need(request, "viewer", "reading runs")
     run_row(run_id)
     return selectors.guidance(run_id)
 
 
-@router.post("/runs/{run_id}/guidance", response={201: dict}, tags=["guidance"],
+@router.post("/runs/{run_id}/guidance", response={201: o.GuidanceOut, **o.WRITE_ERRORS}, tags=["guidance"],
              summary="Steer a run: a directive that takes effect at its next generation (engineer)")
 def guidance_post(request, run_id: Id, payload: GuidanceIn):
     user = need(request, "engineer", "posting guidance")
@@ -133,7 +140,7 @@ def guidance_post(request, run_id: Id, payload: GuidanceIn):
     return Status(201, selectors.guidance_json(g))
 
 
-@router.get("/candidates/{candidate_id}", tags=["candidates"],
+@router.get("/candidates/{candidate_id}", response={200: o.CandidateDetail, **o.ERRORS}, tags=["candidates"],
             summary="A candidate: source, diff vs its parent, result and every evaluation's reports")
 def candidate_get(request, candidate_id: Id):
     need(request, "viewer", "reading candidates")

@@ -26,14 +26,16 @@ if apps.is_installed("int21web.library"):      # the review gate and the kernel 
     api.add_router("", library.router)
 
 
-@api.get("/me", response={200: o.Me, 401: o.Error}, tags=["accounts"], summary="Who the API thinks you are, and your roles")
+@api.get("/me", response={200: o.Me, 401: o.Error},
+         tags=["accounts"], summary="Who the API thinks you are, and your roles")
 def me(request):
     from int21web.accounts.roles import roles_of
     user = request.auth
     return {"username": user.username, "roles": sorted(roles_of(user))}
 
 
-@api.get("/workers", response={200: list[dict[str, Any]], **o.ERRORS}, tags=["workers"], summary="Workers of the fleet: queues, targets, heartbeat, status")
+@api.get("/workers", response={200: list[dict[str, Any]], **o.ERRORS},
+         tags=["workers"], summary="Workers of the fleet: queues, targets, heartbeat, status")
 def worker_list(request):
     need(request, "viewer", "reading workers")
     return selectors.workers()

@@ -13,7 +13,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import ValidationError
 
 from int21web.accounts.roles import RoleError
-from int21web.api.errors import ApiError, _loc, goal_field, split_field, strict_json
+from int21web.api.errors import ApiError, goal_field, loc_field, split_field, strict_json
 from swarm.generation import GoalError
 from swarm.guidance import GuidanceError
 from swarm.space import SpaceError
@@ -57,7 +57,7 @@ def failure(exc: Exception) -> CommandError:
         text = exc.error if not exc.field or exc.error.startswith(exc.field) else f"{exc.field}: {exc.error}"
     elif isinstance(exc, ValidationError):
         e = exc.errors()[0]
-        text = f"{_loc(e['loc'])}: {e['msg']}"
+        text = f"{loc_field(e['loc'])}: {e['msg']}"
     elif isinstance(exc, GoalError):
         field = goal_field(str(exc))
         text = str(exc) if not field or str(exc).startswith(field) else f"{field}: {exc}"

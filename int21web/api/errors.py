@@ -38,15 +38,12 @@ def not_found(what: str, pk) -> ApiError:
 _FIELD = re.compile(r"^([A-Za-z_]\w*(?:\.\w+)*): (.+)$", re.S)
 
 
-def split_field(message: str, prefix: str = "") -> tuple[str | None, str]:
+def split_field(message: str) -> tuple[str | None, str]:
     """``"space.constraints.0.expr: unknown name"`` → ("space.constraints.0.expr", message)."""
     m = _FIELD.match(message)
     if not m:
         return None, message
-    field = m.group(1)
-    if prefix and not field.startswith(prefix):
-        field = f"{prefix}{field}"
-    return field.replace("space.space", "space"), message
+    return m.group(1).replace("space.space", "space"), message
 
 
 def goal_field(message: str) -> str | None:
@@ -68,7 +65,7 @@ _SOURCES = ("body", "query", "path", "header", "cookie", "form", "file")
 _TYPE_TAGS = {"str", "int", "float", "bool", "none", "dict", "list"}
 
 
-def _loc(loc) -> str:
+def loc_field(loc) -> str:
     """ninja's ("body", "payload", "space", "params", 0, "low") → "space.params.0.low"; the
     union-member tags pydantic inserts ("list[int]", "str") are dropped."""
     parts = [str(p) for p in loc]
@@ -137,7 +134,7 @@ def install(api) -> None:
 
     @api.exception_handler(ValidationError)
     def _validation(request, exc: ValidationError):
-        errors = [{"field": _loc(e.get("loc", ())), "error": e.get("msg", "invalid")} for e in exc.errors]
+        errors = [{"field": loc_field(e.get("loc", ())), "error": e.get("msg", "invalid")} for e in exc.errors]
         first = errors[0] if errors else {"field": "", "error": "invalid input"}
         body = {"error": f"{first['field']}: {first['error']}" if first["field"] else first["error"]}
         if first["field"]:

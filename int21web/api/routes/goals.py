@@ -39,7 +39,8 @@ def goal_create(request, payload: GoalIn):
     return Status(201, selectors.goal_json(row))
 
 
-@router.post("/goals/validate", response={200: o.CheckOut, **o.ERRORS}, summary="Check a goal and its design space without saving it")
+@router.post("/goals/validate", response={200: o.CheckOut, **o.ERRORS},
+             summary="Check a goal and its design space without saving it")
 def goal_validate(request, payload: GoalCheckIn):
     need(request, "viewer", "checking a goal")
     goal = goal_of(payload)
@@ -55,7 +56,8 @@ def goal_get(request, goal_id: Id):
     return selectors.goal_json(goal_row(goal_id))
 
 
-@router.put("/goals/{goal_id}", response={200: o.GoalOut, **o.ERRORS}, summary="Replace a goal (engineer; same body as create)")
+@router.put("/goals/{goal_id}", response={200: o.GoalOut, **o.ERRORS},
+            summary="Replace a goal (engineer; same body as create)")
 def goal_update(request, goal_id: Id, payload: GoalIn):
     need(request, "engineer", "editing a goal")
     with transaction.atomic():
@@ -70,7 +72,8 @@ def goal_clone(request, goal_id: Id):
     return Status(201, selectors.goal_json(services.goal_clone(goal_row=goal_row(goal_id), owner=user)))
 
 
-@router.get("/goals/{goal_id}/space", response={200: o.SpaceOut, **o.ERRORS}, summary="The design space a run of this goal searches")
+@router.get("/goals/{goal_id}/space", response={200: o.SpaceOut, **o.ERRORS},
+            summary="The design space a run of this goal searches")
 def goal_space(request, goal_id: Id):
     need(request, "viewer", "reading goals")
     from int21web.runs.store import goal_from

@@ -72,7 +72,8 @@ def proposal_create(request, candidate_id: Id, payload: Optional[NoteIn] = None)
     return Status(201, selectors.proposal_json(_proposal(p.id)))
 
 
-@router.get("/reviews", response={200: list[o.ProposalOut], **o.ERRORS}, summary="Proposals: the open ones (the review queue) and recent decisions")
+@router.get("/reviews", response={200: list[o.ProposalOut], **o.ERRORS},
+            summary="Proposals: the open ones (the review queue) and recent decisions")
 def proposal_list(request, state: Optional[Literal["open", "changes_requested", "rechecking", "recheck_failed",
                                                   "promoted"]] = None,
                   limit: int = Query(100, ge=1, le=1000)):
@@ -80,7 +81,8 @@ def proposal_list(request, state: Optional[Literal["open", "changes_requested", 
     return selectors.proposals(state=state, limit=limit)
 
 
-@router.get("/reviews/{proposal_id}", response={200: o.ProposalOut, **o.ERRORS}, summary="A proposal with its reviews and audit trail")
+@router.get("/reviews/{proposal_id}", response={200: o.ProposalOut, **o.ERRORS},
+            summary="A proposal with its reviews and audit trail")
 def proposal_get(request, proposal_id: Id):
     need(request, "viewer", "reading reviews")
     return selectors.proposal_json(_proposal(proposal_id), audit=True)
@@ -106,7 +108,8 @@ def review_request_changes(request, proposal_id: Id, payload: ReviewIn):
     return selectors.proposal_json(_proposal(proposal_id))
 
 
-@router.get("/library", response={200: list[o.KernelOut], **o.ERRORS}, summary="Promoted kernels, newest version first per (workload, target)")
+@router.get("/library", response={200: list[o.KernelOut], **o.ERRORS},
+            summary="Promoted kernels, newest version first per (workload, target)")
 def kernel_list(request, workload: Optional[str] = Query(None, max_length=64, pattern=r"^[\w.-]+$"),
                 target: Optional[str] = Query(None, max_length=32, pattern=r"^[\w.-]+$"),
                 champion: Optional[bool] = None):
@@ -114,7 +117,8 @@ def kernel_list(request, workload: Optional[str] = Query(None, max_length=64, pa
     return selectors.kernels(workload=workload, target=target, champion=champion)
 
 
-@router.get("/library/{kernel_id}", response={200: o.KernelOut, **o.ERRORS}, summary="A promoted kernel: source, params and its evidence manifest")
+@router.get("/library/{kernel_id}", response={200: o.KernelOut, **o.ERRORS},
+            summary="A promoted kernel: source, params and its evidence manifest")
 def kernel_get(request, kernel_id: Id):
     need(request, "viewer", "reading the library")
     return selectors.kernel_json(_kernel(kernel_id), detail=True)

@@ -47,7 +47,8 @@ def run_create(request, payload: RunIn):
     return Status(201, selectors.run_json(run_row(run_id), detail=True))
 
 
-@router.get("/runs/{run_id}", response={200: o.RunDetail, **o.ERRORS}, summary="A run: state, progress by candidate state, best candidate")
+@router.get("/runs/{run_id}", response={200: o.RunDetail, **o.ERRORS},
+            summary="A run: state, progress by candidate state, best candidate")
 def run_get(request, run_id: Id):
     need(request, "viewer", "reading runs")
     return selectors.run_json(run_row(run_id), detail=True)

@@ -541,3 +541,12 @@ def test_comments_on_a_candidate(people, erin, vic, run):
     assert post(erin, f"/api/candidates/{a.id}/comments", {"body": ""}).json()["field"] == "body"
     assert [c["body"] for c in vic.get(f"/api/candidates/{a.id}/comments").json()] == ["nice"]
     assert vic.get(f"/api/candidates/{a.id}").json()["comments"][0]["author"] == "erin"
+
+
+def test_tokens_are_listed_in_the_admin_without_a_way_to_add_one(people):
+    from int21web.api.services import token_create
+    token_create(user=people["vic"], name="ci")
+    admin = User.objects.create_superuser("root", password="x")
+    page = client_for(admin).get("/admin/api/apitoken/")
+    assert page.status_code == 200 and b"ci" in page.content
+    assert client_for(admin).get("/admin/api/apitoken/add/").status_code == 403

@@ -90,7 +90,15 @@ class RunOut(Out):
     best: Optional[CandidateSummary]
 
 
+class GenerationOut(Out):
+    index: int
+    allocation: dict[str, Any]
+    summary: dict[str, Any]
+    by_state: dict[str, int]
+
+
 class RunDetail(RunOut):
+    generations: list[GenerationOut]
     spec: dict[str, Any]
     agent_stats: dict[str, Any]
     active_seconds: float

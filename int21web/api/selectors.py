@@ -53,12 +53,26 @@ def progress(run: m.Run) -> dict:
             "percent": min(100, round(100 * done / budget)), "by_state": by_state, "by_status": by_status}
 
 
+def generations(run: m.Run) -> list[dict]:
+    """Per generation: its slots per agent, its summary, and its candidates by state (the live
+    page's progress chart)."""
+    counts: dict[int, dict] = {}
+    for gen, state, n in run.candidates.values_list("generation", "state").annotate(n=Count("id")).order_by():
+        counts.setdefault(gen, {})[state] = n
+    rows = {g.index: {"index": g.index, "allocation": g.allocation, "summary": g.summary,
+                      "by_state": counts.get(g.index, {})} for g in run.generations.order_by("index")}
+    for gen, by_state in counts.items():          # the generation in flight has no row yet
+        rows.setdefault(gen, {"index": gen, "allocation": {}, "summary": {}, "by_state": by_state})
+    return [rows[k] for k in sorted(rows)]
+
+
 def run_json(run: m.Run, *, detail: bool = False) -> dict:
     out = {"id": run.id, "goal": run.goal_id, "workload": run.spec.get("workload"), "target": run.spec.get("target"),
            "state": run.state, "finish_reason": run.finish_reason, "started_by": _user(run.started_by),
            "created_at": _at(run.created_at), "updated_at": _at(run.updated_at), "event_seq": run.event_seq,
            "progress": progress(run), "best": candidate_summary(run.best) if run.best_id else None}
     if detail:
+        out.update(generations=generations(run))
         out.update(spec=run.spec, agent_stats=run.agent_stats, active_seconds=run.active_seconds,
                    stagnant=run.stagnant, fingerprint=run.fingerprint,
                    llm_usage=getattr(run, "llm_usage", {}) or {}, workers=worker_availability(run.spec.get("target")))

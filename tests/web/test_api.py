@@ -346,6 +346,8 @@ def _candidates(run_id):
 
 def test_candidates_are_listed_and_one_is_shown_with_its_reports(vic, run):
     a, b = _candidates(run["id"])
+    gens = vic.get(f"/api/runs/{run['id']}").json()["generations"]
+    assert [(g["index"], g["by_state"]) for g in gens] == [(0, {"evaluated": 1}), (1, {"queued": 1})]
     rows = vic.get(f"/api/runs/{run['id']}/candidates").json()
     assert [r["id"] for r in rows] == [a.id, b.id] and "source" not in rows[0]
     assert [r["id"] for r in vic.get(f"/api/runs/{run['id']}/candidates?state=queued").json()] == [b.id]

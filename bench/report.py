@@ -25,9 +25,9 @@ make bench                                   # the full run (under 90 minutes on
 The full run searches every workload at the shapes of the swarm issue's targets (softmax,
 rmsnorm, layernorm 4096×4096; matmul 1024³, its kernel also timed at 2048³; kda
 1×1024×4×64×64) with budgets 25/50/100, 3 seeds, 3 harness sessions per kernel. `--quick`
-uses small shapes, budgets 10/20, 3 seeds, one session per kernel, searches softmax and
-matmul only (`--search W` to choose) and finds the other workloads' kernels with one
-fixed-budget swarm run each; its kernel figures are indicative, not the targets' shapes.
+uses small shapes, budgets 10/20, 3 seeds, one session per kernel, searches softmax only
+(`--search W` to choose) and finds the other workloads' kernels with one fixed-budget
+swarm run each; its kernel figures are indicative, not at the targets' shapes.
 
 Options: `--quick`, `--workload W` (repeatable; default all), `--budgets 25,50,100`,
 `--seeds N` (default 3), `--shape W=SEARCH[:KERNEL,...]` (e.g. `softmax=4096x2048`),
@@ -35,7 +35,8 @@ Options: `--quick`, `--workload W` (repeatable; default all), `--budgets 25,50,1
 comparison), `--min-calls N`, `--no-compile` (leave out torch.compile), `--no-gpu`,
 `--deadline-minutes M` (tasks past it are skipped and reported), `--out DIR` (default
 `bench/results`), `--docs PATH` (default `docs/benchmarks.md`; `--docs -` writes none),
-`--json` (print the result on stdout). A progress bar runs on stderr. Outputs:
+`--json` (print the result on stdout), `--render RESULT.json` (measure nothing: rewrite the
+HTML report and this page from an earlier result). A progress bar runs on stderr. Outputs:
 `bench/results/<date>-<host>[-quick].json` (everything, including every measured point),
 the `.html` report beside it, and this page.
 

@@ -62,7 +62,7 @@ class Plan:
     @classmethod
     def make(cls, quick: bool, **over) -> "Plan":
         base = (dict(budgets=[10, 20], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
-                     search_workloads=["softmax", "matmul"], shapes=dict(QUICK_SHAPES))
+                     search_workloads=["softmax"], shapes=dict(QUICK_SHAPES))
                 if quick else dict(shapes=dict(FULL_SHAPES)))
         base.update({k: v for k, v in over.items() if v is not None})
         return cls(quick=quick, **base)
@@ -271,9 +271,12 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
     result["roofline"] = ceilings
     progress.finished()
     tables = {}
-    names = [] if plan.gpu_only else plan.workloads
     searched = plan.searched()
-    per_session = (60 if plan.compile_baseline else 20) * (1 if plan.quick else 1.5)
+    # Workloads that are not searched go first (one fixed-budget run and their kernel
+    # comparison each), so the searches share whatever time is left.
+    names = [] if plan.gpu_only else ([w for w in plan.workloads if w not in searched] +
+                                      [w for w in plan.workloads if w in searched])
+    per_session = (40 if plan.compile_baseline else 15) * (1 if plan.quick else 1.5)
     for i, wname in enumerate(names):
         search_shape, kernel_shapes = plan.shapes[wname]
         table = Table(wname, plan.min_calls, log=progress.measured_one)
@@ -332,6 +335,7 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
                 on_session=lambda i, out: progress.finished())
             entries[shape]["origin"] = origin
         result["kernels"][wname] = entries
+    result["kernels"] = {w: result["kernels"][w] for w in plan.workloads if w in result["kernels"]}
     if plan.gpu:
         progress.task("GPU section")
         result["gpu"] = gpu.section(quick=plan.quick, workload_names=plan.workloads, clock=clock)

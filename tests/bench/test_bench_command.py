@@ -73,6 +73,13 @@ def test_targets_are_marked_and_the_gpu_section_says_why_it_did_not_run(quick_be
         assert result["gpu"]["why"]
 
 
+def test_render_rewrites_the_page_and_the_report_from_a_result_without_measuring(quick_bench, tmp_path):
+    _, json_path, docs = quick_bench
+    again = tmp_path / "again.md"
+    call_command("bench", "--render", str(json_path), "--docs", str(again))
+    assert again.read_text() == docs.read_text()
+
+
 def test_an_unknown_workload_is_refused():
     with pytest.raises(CommandError, match="unknown workload"):
         call_command("bench", "--workload", "nope", "--docs", "-")

@@ -37,7 +37,7 @@ class Command(BaseCommand):
         parser.add_argument("--quick", action="store_true", help="small shapes and budgets (under 10 minutes)")
         parser.add_argument("--workload", action="append", default=None, help="repeatable; default: all")
         parser.add_argument("--search", action="append", default=None, metavar="W",
-                            help="workloads to search (default: all; --quick: softmax and matmul); the others "
+                            help="workloads to search (default: all; --quick: softmax); the others "
                                  "get one fixed-budget swarm run")
         parser.add_argument("--budgets", help="evaluation budgets, e.g. 25,50,100,200")
         parser.add_argument("--seeds", type=int, help="seeds per searcher (default 3)")
@@ -53,9 +53,13 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=None, help="folder for the JSON and HTML (default bench/results)")
         parser.add_argument("--docs", default=None, help="markdown page to write (default docs/benchmarks.md; - for none)")
         parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+        parser.add_argument("--render", metavar="RESULT.json",
+                            help="measure nothing: write the HTML report and the markdown page of an earlier result")
 
     def handle(self, *args, **o):
         root = Path(settings.BASE_DIR)
+        if o["render"]:
+            return self.render(Path(o["render"]), o["docs"] or str(root / "docs" / "benchmarks.md"))
         names = o["workload"] or workloads.names()
         try:
             for n in names:
@@ -112,6 +116,18 @@ class Command(BaseCommand):
         for t in result["targets"]:
             mark = {True: "met", False: "NOT met", None: "not assessed"}[t["met"]]
             self.stdout.write(f"  [{mark}] #{t['issue']} {t['text']}: {t['note']}")
+
+
+    def render(self, json_path: Path, docs: str):
+        if not json_path.is_file():
+            raise CommandError(f"no result file {json_path}", returncode=2)
+        result = json.loads(json_path.read_text())
+        html_path = json_path.with_suffix(".html")
+        md = report.markdown(result, html_name=html_path.name)
+        html_path.write_text(report.html_report(result, md))
+        if docs != "-":
+            Path(docs).write_text(md)
+        self.stdout.write(f"Wrote {html_path}" + ("" if docs == "-" else f" and {docs}"))
 
 
 def _argv_from_options(o) -> list[str]:

@@ -9,6 +9,7 @@ re-queues an attempt whose heartbeat went stale under the next attempt number.
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 
 from django.conf import settings
@@ -35,10 +36,59 @@ def claim(candidate_id: int, attempt: int, worker: str) -> m.Evaluation | None:
     return ev
 
 
-def finish(ev: m.Evaluation, *, status: str, outcome: dict, seconds: float) -> bool:
-    """Record the attempt's outcome unless it was given up on meanwhile; True when it counted."""
-    return bool(m.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True, lost_at__isnull=True).update(
+def finish(ev: m.Evaluation, *, status: str, outcome: dict, seconds: float, run_id: int | None = None) -> bool:
+    """Record the attempt's outcome unless it was given up on meanwhile; True when it counted.
+    ``run_id``: also wake the run's orchestrator, which then reads the result at once."""
+    counted = bool(m.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True, lost_at__isnull=True).update(
         status=status, outcome=outcome, finished_at=Now(), evaluator_seconds=seconds))
+    if counted and run_id is not None:
+        news_post(run_id)
+    return counted
+
+
+# Wake-ups from workers to the orchestrator: a Redis list per run. An optimisation only: the
+# orchestrator also polls the database, so a lost wake-up delays a result, never loses it.
+NEWS_TTL = 3600
+_news = None
+
+
+def _news_client():
+    global _news
+    if _news is None:
+        url = settings.CELERY_BROKER_URL
+        if not url.startswith(("redis://", "rediss://")):
+            _news = False
+        else:
+            import redis
+            _news = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    return _news or None
+
+
+def _news_key(run_id: int) -> str:
+    return f"{settings.REDIS_PREFIX}int21:news:run:{run_id}"
+
+
+def news_post(run_id: int) -> None:
+    try:
+        client = _news_client()
+        if client is not None:
+            client.pipeline(transaction=False).lpush(_news_key(run_id), 1).expire(_news_key(run_id), NEWS_TTL).execute()
+    except Exception:
+        pass
+
+
+def news_wait(run_id: int, seconds: float) -> None:
+    """Return when a worker of the run finished something, or after ``seconds``."""
+    client = None
+    try:
+        client = _news_client()
+        if client is not None:
+            if client.blpop([_news_key(run_id)], timeout=seconds):
+                client.delete(_news_key(run_id))   # one read of the database answers them all
+            return
+    except Exception:
+        pass
+    time.sleep(seconds if client is None else min(seconds, 0.05))
 
 
 @contextmanager

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
 
+from int21web.runs import delivery
 from int21web.runs import models as m
 from int21web.runs.store import result_from
 from swarm.types import Goal, Result
@@ -32,7 +33,8 @@ log = logging.getLogger(__name__)
 
 
 class CeleryExecutor:
-    poll_seconds = 0.02     # results: how often the database is asked
+    poll_seconds = 0.02     # results: how often the database is asked (without a Redis broker)
+    news_seconds = 0.5      # with one: the longest wait for a worker's wake-up between two reads
     check_seconds = 1.0     # stale attempts, broker restarts, failed publishes
     max_attempts = 3
 
@@ -44,6 +46,7 @@ class CeleryExecutor:
             return
         queue = f"target.{goal.target}"
         ids = [c.id for c in candidates]
+        run_id = candidates[0].run_id
         with transaction.atomic():
             m.Candidate.objects.filter(pk__in=ids, attempt=0).update(attempt=1)
             m.Candidate.objects.filter(pk__in=ids, state="proposed").update(state="queued")
@@ -92,7 +95,10 @@ class CeleryExecutor:
                         unsent |= unclaimed
                         empty_checks = 0
                 epoch = now_epoch or epoch
-            time.sleep(self.poll_seconds)
+            if settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+                delivery.news_wait(run_id, min(self.news_seconds, max(0.0, next_check - time.monotonic())) or 0.01)
+            else:
+                time.sleep(self.poll_seconds)
 
     def _publish(self, unsent: set, attempts: dict, queue: str) -> None:
         from int21web.runs.tasks import evaluate_candidate

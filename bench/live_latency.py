@@ -120,10 +120,12 @@ def main() -> int:
             sink.emit(run.id, make_event("candidate_proposed", candidate_id=cid, generation=i // 8, agent="explorer",
                                          rationale="latency probe", params={"VEC": 8}, parents=[]))
             with transaction.atomic():
+                # registered first, so it runs first once COMMIT returns: the instant the
+                # evaluation is durable, before the wake-up is scheduled
+                transaction.on_commit(lambda k=f"cand-{cid}": committed.__setitem__(k, time.time() * 1000))
                 sink.emit(run.id, make_event("candidate_evaluated", candidate_id=cid, generation=i // 8,
                                              agent="explorer", status="ok", reason="probe", score=1.0 + i / 1000,
                                              speedup={"numpy": 1.0 + i / 1000}, median_ms=1.0, stages={}))
-            committed[f"cand-{cid}"] = time.time() * 1000
             time.sleep(args.gap)
         page.wait_for_function(f"Object.keys(window.shownAt).length >= {args.candidates}", timeout=120_000)
         shown = page.evaluate("window.shownAt")

@@ -19,12 +19,15 @@ from kernels.harness.roofline import measure_cpu
 from kernels.targets.cpu import cpu_fingerprint
 from swarm.knowledge import InMemoryKnowledge
 
-# (search shape, [kernel shapes]) per workload. Full: the shapes of the swarm issue's targets.
+# (search shape, [kernel shapes]) per workload. Full: the kernels are timed at the shapes of
+# the swarm issue's targets; the searches run on cheaper shapes of the same kind (the same
+# row length; a smaller cube) so that three seeds of six searchers fit in 90 minutes on a
+# 2-core host (one evaluation at 4096x4096 takes ~5 s there, at 1024x4096 ~1.5 s).
 FULL_SHAPES = {
-    "softmax": ("4096x4096", ["4096x4096"]),
-    "rmsnorm": ("4096x4096", ["4096x4096"]),
-    "layernorm": ("4096x4096", ["4096x4096"]),
-    "matmul": ("1024x1024x1024", ["1024x1024x1024", "2048x2048x2048"]),
+    "softmax": ("1024x4096", ["4096x4096"]),
+    "rmsnorm": ("1024x4096", ["4096x4096"]),
+    "layernorm": ("1024x4096", ["4096x4096"]),
+    "matmul": ("512x512x512", ["1024x1024x1024", "2048x2048x2048"]),
     "kda": ("1x1024x4x64x64", ["1x1024x4x64x64"]),
 }
 QUICK_SHAPES = {

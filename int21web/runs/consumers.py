@@ -13,7 +13,7 @@ import asyncio
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from int21web.accounts.roles import RoleError, has_role, require
+from int21web.accounts.roles import RoleError, has_role
 from int21web.runs import live
 from int21web.runs import models as m
 from int21web.runs import services
@@ -77,13 +77,10 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
                 return
             await self.send_missed()
             return
-        action = content.get("action")
-        if action not in ("pause", "resume", "stop"):
-            await self.send_json({"error": "action: must be pause, resume or stop"})
-            return
         try:
-            await database_sync_to_async(_control)(self.user, self.run_id, action)
-        except RoleError as exc:
+            await database_sync_to_async(services.run_control)(run_id=self.run_id, action=content.get("action"),
+                                                               user=self.user)
+        except (RoleError, ValueError) as exc:
             await self.send_json({"error": str(exc)})
 
 
@@ -100,12 +97,3 @@ def _after(query: bytes) -> int:
     except ValueError:
         return 0
 
-
-def _control(user, run_id: int, action: str) -> None:
-    require(user, "engineer", f"{action} a run")
-    if action == "pause":
-        services.run_pause(run_id=run_id, reason=f"paused by {user.username}")
-    elif action == "resume":
-        services.run_resume(run_id=run_id, reason=f"resumed by {user.username}", drive=True)
-    else:
-        services.run_stop(run_id=run_id, author=user)

@@ -129,6 +129,23 @@ def run_stop(*, run_id: int, author=None) -> None:
         run_resume(run_id=run_id, reason="resumed to stop", drive=True)
 
 
+RUN_ACTIONS = ("pause", "resume", "stop")
+
+
+def run_control(*, run_id: int, action: str, user) -> None:
+    """Pause, resume or stop a run on behalf of ``user`` (pages, API and websocket alike)."""
+    from int21web.accounts.roles import require
+    if action not in RUN_ACTIONS:
+        raise ValueError(f"action: must be one of {', '.join(RUN_ACTIONS)}")
+    require(user, "engineer", f"{action} a run")
+    if action == "pause":
+        run_pause(run_id=run_id, reason=f"paused by {user.username}")
+    elif action == "resume":
+        run_resume(run_id=run_id, reason=f"resumed by {user.username}", drive=True)
+    else:
+        run_stop(run_id=run_id, author=user)
+
+
 def space_of(goal: Goal):
     """The space a run of ``goal`` searches: its own (or the template's) plus learned variants."""
     from kernels import workloads

@@ -138,15 +138,9 @@ def run_detail(request, run_id):
 @role_required("engineer", "controlling a run")
 def run_control(request, run_id, action):
     run = get_object_or_404(m.Run, pk=run_id)
-    who = request.user.username
-    if action == "pause":
-        services.run_pause(run_id=run.id, reason=f"paused by {who}")
-    elif action == "resume":
-        services.run_resume(run_id=run.id, reason=f"resumed by {who}", drive=True)
-    elif action == "stop":
-        services.run_stop(run_id=run.id, author=request.user)
-    else:
+    if action not in services.RUN_ACTIONS:
         raise Http404("no such action")
+    services.run_control(run_id=run.id, action=action, user=request.user)
     if request.headers.get("HX-Request"):
         return HttpResponse(status=204)
     return redirect("run", run_id=run.id)

@@ -66,12 +66,7 @@ def control(run_id: int, action: str, user) -> m.Run:
     if run.state not in ALLOWED[action]:
         raise ApiError(409, f"run {run.id} is {run.state}: only a {' or '.join(ALLOWED[action])} run can be "
                             f"{DONE[action]}", field="state")
-    if action == "pause":
-        services.run_pause(run_id=run_id, reason=f"paused by {user.username}")
-    elif action == "resume":
-        services.run_resume(run_id=run_id, reason=f"resumed by {user.username}", drive=True)
-    else:
-        services.run_stop(run_id=run_id, author=user)
+    services.run_control(run_id=run_id, action=action, user=user)
     return run_row(run_id)
 
 

@@ -82,7 +82,7 @@ class Stack:
             "SECURE_SSL_REDIRECT": "false", "INT21_VAR_DIR": str(tmp_path / "var"), "INT21_STATIC_ROOT": str(_static),
             "INT21_CACHE_DIR": os.environ.get("INT21_CACHE_DIR", str(tmp_path / "cache")),
             # short beats, so a vanished worker is noticed in seconds rather than a minute
-            "INT21_EVAL_HEARTBEAT": "0.5", "INT21_EVAL_STALE": "4", "INT21_DRIVE_LEASE": "6",
+            "INT21_EVAL_HEARTBEAT": "0.5", "INT21_EVAL_STALE": "6", "INT21_DRIVE_LEASE": "6",
             "INT21_RECOVER_EVERY": "2", "INT21_WORKER_HEARTBEAT": "1", "INT21_WORKER_STALE": "5",
             "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
         })

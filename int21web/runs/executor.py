@@ -77,7 +77,7 @@ class CeleryExecutor:
                 for cid, why in self._requeue_stale(waiting, attempts, stale_after):
                     if attempts[cid] > self.max_attempts:
                         waiting.discard(cid)
-                        yield cid, Result(status="crashed", reason=why), {"attempt": attempts[cid] - 1}
+                        yield cid, *self._give_up(cid, attempts[cid], why)
                     else:
                         unsent.add(cid)
                 claimed = set(m.Evaluation.objects.filter(candidate_id__in=waiting).values_list(
@@ -113,6 +113,15 @@ class CeleryExecutor:
                     return
                 unsent.discard(cid)
         transaction.on_commit(send)
+
+    def _give_up(self, cid: int, attempt: int, why: str):
+        """The orchestrator's own verdict, as the candidate's one finished attempt: it lost a worker
+        ``max_attempts`` times (a kernel that kills its worker, or a host that keeps dying)."""
+        result = Result(status="crashed", reason=f"lost {attempt - 1} workers in a row; the last: {why}")
+        outcome = {"status": "crashed", "reason": result.reason, "result": result.to_json(), "attempt": attempt}
+        m.Evaluation.objects.get_or_create(candidate_id=cid, attempt=attempt, defaults=dict(
+            worker="orchestrator", status="crashed", outcome=outcome, finished_at=Now(), heartbeat_at=Now()))
+        return result, outcome
 
     def _requeue_stale(self, waiting: set, attempts: dict, stale_after: timedelta):
         """Give up on attempts whose heartbeat stopped; yields (candidate, why) for each re-queued."""

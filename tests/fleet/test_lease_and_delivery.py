@@ -113,3 +113,35 @@ def test_recovery_queues_the_driver_of_an_undriven_run(run, django_capture_on_co
     assert services.run_recover(grace_seconds=60) == [run.id] and sent == [run.id]
     m.Run.objects.filter(pk=run.id).update(lease_holder="x:1:a", lease_until=timezone.now() + timedelta(minutes=1))
     assert services.run_recover(grace_seconds=60) == []
+
+
+def test_a_candidate_that_loses_its_worker_three_times_is_recorded_as_crashed(candidate, monkeypatch):
+    """A kernel that kills whoever evaluates it must not loop forever: after max_attempts lost
+    workers the orchestrator records its own verdict as the one finished attempt."""
+    from int21web.runs import executor as ex_module
+    monkeypatch.setattr(ex_module, "broker_epoch", lambda: "constant")
+    monkeypatch.setattr(ex_module, "queue_size", lambda queue: None)
+    ex = CeleryExecutor()
+    ex.check_seconds = 0.0
+    monkeypatch.setattr(ex, "_publish", lambda unsent, attempts, queue: unsent.clear())
+
+    def die(attempt):   # a worker claims the attempt, then goes silent
+        ev = delivery.claim(candidate.id, attempt, f"w{attempt}@host")
+        m.Evaluation.objects.filter(pk=ev.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+
+    def sleep(_seconds):   # between two checks, the worker of the newest attempt claims it and dies
+        attempt = m.Candidate.objects.get(pk=candidate.id).attempt
+        if not m.Evaluation.objects.filter(candidate=candidate, attempt=attempt).exists():
+            die(attempt)
+
+    monkeypatch.setattr(ex_module.time, "sleep", sleep)
+    monkeypatch.setattr(ex_module.delivery, "news_wait", lambda run_id, seconds: sleep(seconds))
+    from swarm.types import Candidate as C
+    goal = type("G", (), {"target": "cpu"})()
+    out = list(ex.evaluate(goal, [C(id=candidate.id, run_id=candidate.run_id, generation=0, key="k1", params={},
+                                    agent="explorer", rationale="", source="", parents=[])]))
+    (cid, result, outcome), = out
+    assert cid == candidate.id and result.status == "crashed" and "lost 3 workers in a row" in result.reason
+    assert outcome["attempt"] == 4
+    finished = m.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False)
+    assert [(e.attempt, e.worker) for e in finished] == [(4, "orchestrator")]

@@ -18,6 +18,12 @@ from django.db.models.functions import Now
 
 from int21web.runs import models as m
 
+try:   # Celery's soft time limit, raised inside a task that ran too long
+    from celery.exceptions import SoftTimeLimitExceeded as TimeLimit
+except ImportError:   # pragma: no cover
+    class TimeLimit(Exception):
+        pass
+
 
 def claim(candidate_id: int, attempt: int, worker: str) -> m.Evaluation | None:
     """The attempt's row, inserted by this worker; None when the candidate is judged already or

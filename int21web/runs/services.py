@@ -218,10 +218,16 @@ def candidate_evaluate(*, candidate_id: int, attempt: int = 1, worker: str = "")
         return False
     cand = m.Candidate.objects.select_related("run").get(pk=candidate_id)
     goal = goal_from(cand.run.spec)
-    with delivery.heartbeat(ev):
-        started = time.monotonic()
-        outcome = Evaluator(eval_settings(goal)).evaluate(cand.source, cand.params, goal.workload, goal.target)
+    started = time.monotonic()
+    try:
+        with delivery.heartbeat(ev):
+            outcome = Evaluator(eval_settings(goal)).evaluate(cand.source, cand.params, goal.workload, goal.target)
+    except delivery.TimeLimit:   # the task's soft limit: a verdict, not a lost worker to retry
         seconds = time.monotonic() - started
+        result = Result(status="timeout", reason=f"the evaluation ran past the task's time limit ({seconds:.0f} s)")
+        data = {"status": result.status, "reason": result.reason, "result": result.to_json()}
+        return delivery.finish(ev, status=result.status, outcome=data, seconds=seconds, run_id=cand.run_id)
+    seconds = time.monotonic() - started
     result = Result.from_outcome(outcome, goal.metric)
     data = outcome.to_json()
     data["result"] = result.to_json()

@@ -145,3 +145,21 @@ def test_a_candidate_that_loses_its_worker_three_times_is_recorded_as_crashed(ca
     assert outcome["attempt"] == 4
     finished = m.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False)
     assert [(e.attempt, e.worker) for e in finished] == [(4, "orchestrator")]
+
+
+def test_an_evaluation_past_the_soft_time_limit_is_a_timeout_verdict(candidate, monkeypatch):
+    from int21web.runs import services as s
+    m.Run.objects.filter(pk=candidate.run_id).update(spec={"workload": "softmax", "target": "cpu"})
+
+    class Slow:
+        def __init__(self, settings):
+            pass
+
+        def evaluate(self, *args):
+            raise delivery.TimeLimit()
+
+    monkeypatch.setattr(s, "Evaluator", Slow)
+    assert s.candidate_evaluate(candidate_id=candidate.id, attempt=1, worker="w@h")
+    (ev,) = m.Evaluation.objects.filter(candidate=candidate)
+    assert ev.status == "timeout" and ev.finished_at and "ran past the task's time limit" in ev.outcome["reason"]
+    assert ev.outcome["result"]["status"] == "timeout"

@@ -19,21 +19,23 @@ METHOD = f"""\
 ```sh
 make bench                                   # the full run (under 90 minutes on a 2-core host)
 .venv/bin/python manage.py bench --quick     # small shapes and budgets (under 10 minutes)
-.venv/bin/python manage.py bench --workload softmax --workload matmul --budgets 25,50,100,200 --seeds 5
+.venv/bin/python manage.py bench --workload softmax --budgets 25,50,100,200 --seeds 5 --deadline-minutes 120
 ```
 
 The full run times the kernels at the shapes of the swarm issue's targets (softmax,
 rmsnorm, layernorm 4096×4096; matmul 1024³ and 2048³; kda 1×1024×4×64×64), 3 harness
-sessions each, and searches every workload with budgets 25/50/100 and 3 seeds on cheaper
-shapes of the same kind (1024×4096 rows; matmul 512³; kda at its target shape), so that it
-fits in 90 minutes on a 2-core host; the best configuration found is then timed at the
-target shapes. `--quick`
+sessions each, and searches every workload with budgets 25 and 50 and 3 seeds on cheaper
+shapes of the same kind (1024×4096 rows; matmul 512³; kda 1×512×4×64×64), so that it fits
+in 90 minutes on a 2-core host; the best configuration found is then timed at the target
+shapes. Larger budgets take longer: e.g. `--workload softmax --budgets 25,50,100,200
+--deadline-minutes 120`. `--quick`
 uses small shapes, budgets 10/20, 3 seeds, one session per kernel, searches softmax only
 (`--search W` to choose) and finds the other workloads' kernels with one fixed-budget
 swarm run each; its kernel figures are indicative, not at the targets' shapes.
 
 Options: `--quick`, `--workload W` (repeatable; default all), `--budgets 25,50,100`,
 `--seeds N` (default 3), `--shape W=SEARCH[:KERNEL,...]` (e.g. `softmax=4096x2048`),
+`--search W` (search only these workloads; the others get one fixed-budget swarm run),
 `--searchers swarm_cold,random,...`, `--sessions N` (harness sessions per kernel
 comparison), `--min-calls N`, `--no-compile` (leave out torch.compile), `--no-gpu`,
 `--deadline-minutes M` (tasks past it are skipped and reported), `--out DIR` (default
@@ -60,7 +62,9 @@ the `.html` report beside it, and this page.
   environment never carries `OPENBLAS_CORETYPE`/`OPENBLAS_L2_SIZE` (their values in the
   bench process and the BLAS the child loaded are recorded).
 - **Roofline.** STREAM-style copy/triad bandwidth and peak FMA throughput are measured at
-  the start of the run (`kernels/harness/roofline.c`). % of copy bandwidth = (bytes read +
+  the start and again at the end of the run (`kernels/harness/roofline.c`; the FMA probe
+  with 256-bit and, on AVX-512 hosts, 512-bit vectors), keeping the higher of each figure,
+  since a busy host only ever makes them low. % of copy bandwidth = (bytes read +
   written) / time ÷ copy bandwidth; % of roofline = achieved FLOP/s ÷ min(peak, intensity ×
   copy bandwidth).
 - **Search, on equal terms.** Every searcher works on the same template, design space and
@@ -124,9 +128,11 @@ def markdown(result: dict, html_name: str | None = None) -> str:
               "unset for every measurement (sandbox child)",
               f"- Roofline measured in this run: copy {roof.get('copy_gbs', 0):.1f} GB/s, triad "
               f"{roof.get('triad_gbs', 0):.1f} GB/s, peak {roof.get('peak_gflops', 0):.0f} GFLOP/s "
-              f"({roof.get('threads')} threads)",
+              f"({roof.get('threads')} threads; {len(roof.get('measurements', [])) or 1} probes, "
+              f"the highest of each figure kept)",
               f"- Budgets {plan['budgets']}, {plan['seeds']} seeds, {plan['sessions']} harness session(s) per kernel, "
-              f"{plan['min_calls']} timed calls minimum"]
+              f"{plan['min_calls']} timed calls minimum per kernel comparison, "
+              f"{plan.get('search_min_calls', plan['min_calls'])} per search measurement"]
     if html_name:
         lines.append(f"- Charts: `bench/results/{html_name}`")
     if result.get("skipped"):

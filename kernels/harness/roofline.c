@@ -12,11 +12,17 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-typedef float vf __attribute__((vector_size(32)));
+/* Vector width of the FMA probe: 32 bytes (AVX2) unless built with -DVEC_BYTES=64, which
+ * the peers benchmark does on AVX-512 hosts (cores with 512-bit FMA pipes double the peak). */
+#ifndef VEC_BYTES
+#define VEC_BYTES 32
+#endif
+#define LANES (VEC_BYTES / 4)
+typedef float vf __attribute__((vector_size(VEC_BYTES)));
 
 __attribute__((noinline)) static float fma_chains(long n) {
     vf m = {0}, k = {0};
-    for (int l = 0; l < 8; l++) { m[l] = 0.9999f; k[l] = 1e-4f; }
+    for (int l = 0; l < LANES; l++) { m[l] = 0.9999f; k[l] = 1e-4f; }
     vf a0 = m, a1 = k, a2 = m + k, a3 = m - k, a4 = m * k, a5 = m + m, a6 = k + k, a7 = m * m,
        a8 = k * k, a9 = a2 * k, a10 = a3 * k, a11 = a4 + k;
     for (long i = 0; i < n; i++) {
@@ -26,7 +32,7 @@ __attribute__((noinline)) static float fma_chains(long n) {
     }
     vf s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
     float t = 0;
-    for (int l = 0; l < 8; l++) t += s[l];
+    for (int l = 0; l < LANES; l++) t += s[l];
     return t;
 }
 
@@ -57,7 +63,7 @@ int main(void) {
         #pragma omp parallel reduction(+:sink)
         sink += fma_chains(iters / 16);
         double t = now() - t0;
-        double flops = 2.0 * (iters / 16) * 12 * 8 * omp_get_max_threads() / t;
+        double flops = 2.0 * (iters / 16) * 12 * LANES * omp_get_max_threads() / t;
         if (flops > best_flops) best_flops = flops;
         if (sink == 12345.f) puts("");
     }

@@ -17,10 +17,11 @@ from kernels.targets.base import cache_dir
 HERE = Path(__file__).parent
 
 
-def measure_cpu(cc: str = "gcc") -> dict:
+def measure_cpu(cc: str = "gcc", extra_flags: tuple = ()) -> dict:
     with tempfile.TemporaryDirectory(prefix="int21-roof-") as tmp:
         exe = Path(tmp) / "roofline"
-        subprocess.run([cc, "-O3", "-march=native", "-fopenmp", "-o", str(exe), str(HERE / "roofline.c")],
+        subprocess.run([cc, "-O3", "-march=native", "-fopenmp", *extra_flags, "-o", str(exe),
+                        str(HERE / "roofline.c")],
                        check=True, capture_output=True, timeout=120)
         out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=300).stdout
     return json.loads(out)

@@ -12,7 +12,7 @@ def quick_bench(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     docs = out / "benchmarks.md"
     call_command("bench", "--quick", "--workload", "softmax", "--shape", "softmax=32x256",
-                 "--budgets", "2,3", "--seeds", "2", "--sessions", "1", "--min-calls", "5",
+                 "--budgets", "2,3", "--seeds", "2", "--sessions", "1", "--min-calls", "5", "--search-min-calls", "5",
                  "--no-compile", "--out", str(out), "--docs", str(docs))
     [json_path] = out.glob("*-quick.json")
     return json.loads(json_path.read_text()), json_path, docs

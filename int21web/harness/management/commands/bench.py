@@ -45,7 +45,8 @@ class Command(BaseCommand):
                             help="shapes for a workload, e.g. softmax=4096x2048 or matmul=512x512x512:1024x1024x1024")
         parser.add_argument("--searchers", help=f"comma-separated, from {','.join(searchers.SEARCHERS)}")
         parser.add_argument("--sessions", type=int, help="harness sessions per kernel comparison")
-        parser.add_argument("--min-calls", type=int, help="timed calls per implementation per measurement")
+        parser.add_argument("--min-calls", type=int, help="timed calls per implementation, kernel comparisons")
+        parser.add_argument("--search-min-calls", type=int, help="timed calls per implementation, search")
         parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out of the kernel tables")
         parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
         parser.add_argument("--gpu-only", action="store_true", help="the GPU section alone (GPU hosts)")
@@ -75,6 +76,7 @@ class Command(BaseCommand):
                                    returncode=2)
         plan = suite.Plan.make(o["quick"], workloads=names, budgets=_ints(o["budgets"]) if o["budgets"] else None,
                                seeds=o["seeds"], sessions=o["sessions"], min_calls=o["min_calls"],
+                               search_min_calls=o["search_min_calls"],
                                searchers=chosen, deadline_minutes=o["deadline_minutes"],
                                search_workloads=o["search"])
         plan.compile_baseline = not o["no_compile"]
@@ -140,7 +142,8 @@ def _argv_from_options(o) -> list[str]:
         argv += ["--workload", w]
     for w in o.get("search") or []:
         argv += ["--search", w]
-    for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "deadline_minutes", "out", "docs"):
+    for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "search_min_calls", "deadline_minutes",
+                "out", "docs"):
         if o.get(key) is not None:
             argv += ["--" + key.replace("_", "-"), str(o[key])]
     for s in o.get("shape") or []:

@@ -82,7 +82,9 @@ the `.html` report beside it, and this page.
   and constraints (shape dims substituted), enforces `max_fevals` (distinct
   configurations) and runs its strategy unchanged, with default options; the runner
   answers each configuration with our measurement (objective `speedup`, higher is
-  better; failures are `RuntimeFailedConfig`). Its C backend is not used, because it loads
+  better; failures are `RuntimeFailedConfig`). With default options `bayes_opt` starts from
+  a 20-point Latin-hypercube sample and `genetic_algorithm` from a random population of up
+  to 26, so at budgets of that size both are still sampling. Its C backend is not used, because it loads
   and times kernels inside the tuner's own process. Kernel Tuner enumerates the whole legal
   space before searching, so spaces over 2,000,000 points (matmul) are not given to it.
 - **Swarm warm** starts with the lessons of an earlier run on the same goal (the cold run of

@@ -79,13 +79,24 @@ def approvals(proposal: Proposal):
     return proposal.reviews.filter(verdict="approve", dismissed_at__isnull=True)
 
 
-def differs(old: dict, new: dict) -> str | None:
-    """Why ``new`` is a different result from ``old`` ({status, score}), or None."""
+def differs(old: dict, new: dict, meets_goal: tuple[bool, str] = (True, "")) -> str | None:
+    """Why ``new`` is a different result from ``old`` ({status, score}), or None.
+
+    An approval says "correct, and meets its goal". A different verdict, or a result that no
+    longer meets the goal, is a different result. A speed that merely moved (the best of a
+    run is usually re-measured lower: it was picked as the luckiest measurement on a shared
+    host) is not, while the goal is still met; ``score_moved`` says so for the audit."""
     if old["status"] != new["status"]:
         return f"status {old['status']} became {new['status']}"
+    if new["status"] == "ok" and not meets_goal[0]:
+        return f"it no longer meets its goal: {meets_goal[1]}"
+    return None
+
+
+def score_moved(old: dict, new: dict) -> str | None:
     a, b = old["score"] or 0.0, new["score"] or 0.0
     if max(a, b) > 0 and abs(a - b) / max(a, b) > SCORE_TOLERANCE:
-        return f"score {a:.3g} became {b:.3g} (more than {SCORE_TOLERANCE:.0%} apart)"
+        return f"score {a:.3g} became {b:.3g} (more than {SCORE_TOLERANCE:.0%} apart; the goal is still met)"
     return None
 
 
@@ -335,10 +346,17 @@ def evaluation_recorded(*, evaluation_id: int) -> None:
         cand = ev.candidate
         res = (ev.outcome or {}).get("result") or {}
         new = {"status": ev.status, "score": res.get("score", 0.0)}
+        meets = goal_check(cand, {"status": ev.status, "speedup": res.get("speedup") or {}}) \
+            if ev.status == "ok" else (False, "")
         for prop in Proposal.objects.select_for_update().filter(candidate=cand, state__in=Proposal.OPEN_STATES):
             for review in approvals(prop).exclude(evaluation_id=ev.pk):
-                why = differs({"status": review.status, "score": review.score}, new)
+                old = {"status": review.status, "score": review.score}
+                why = differs(old, new, meets)
                 if why is None:
+                    moved = score_moved(old, new)
+                    if moved:
+                        _audit(None, "score_moved", proposal=prop, before=_snapshot(prop), after=_snapshot(prop),
+                               message=f"re-evaluation #{ev.attempt}: {moved}; {review.reviewer_name}'s approval stands")
                     continue
                 before = _snapshot(prop)
                 review.dismissed_at = timezone.now()

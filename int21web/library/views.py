@@ -45,8 +45,10 @@ def _act(request, back: str, call, done: str):
 
 @role_required("viewer")
 def candidate(request, candidate_id: int):
+    from int21web.runs.llm import candidate_llm_exchange
     ctx = selectors.candidate_page(candidate_id, request.user)
     ctx["timing_json"] = _figure_json(ctx["timing_figure"])
+    ctx["llm"] = candidate_llm_exchange(candidate_id=candidate_id)   # an LLM-written candidate's exchange
     return render(request, "library/candidate.html", ctx)
 
 

@@ -55,7 +55,13 @@ def run_page(run: m.Run) -> dict:
         live = live_worker_for(run.spec["target"])
     except ImportError:
         pass
-    return {**run_progress(run), "baselines": baselines, "worker_status": live,
+    uses_llm = bool({"llm_coder", "llm_analyst"} & set(run.spec.get("team") or []))
+    llm = None
+    if uses_llm:
+        from int21web.runs.llm import run_llm_spend
+        spend = run_llm_spend(run_id=run.id)
+        llm = {"budget": spend["budget"] or {}, "configured": spend["configured"], "model": spend["model"]}
+    return {**run_progress(run), "baselines": baselines, "worker_status": live, "llm": llm,
             "guidance": run.guidance.select_related("author").order_by("id")}
 
 

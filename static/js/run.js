@@ -8,7 +8,7 @@
   var budget = parseInt(root.dataset.budget, 10) || 1;
   var baselines = JSON.parse(document.getElementById("run-baselines").textContent);
   var S = window.int21Run = {lastSeq: 0, received: 0, duplicates: 0, outOfOrder: 0, evaluated: 0,
-                             rows: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, state: null};
+                             rows: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, llm: {}, state: null};
   baselines.forEach(function (b) { S.bestSeries[b] = {x: [], y: []}; });
   var tbody = document.querySelector("#candidates tbody");
   var dirty = false, ws = null, backoff = 250;
@@ -88,6 +88,30 @@
     },
     lesson_recorded: function (d) { var li = document.createElement("li"); li.textContent = d.text; document.getElementById("lessons").appendChild(li); },
     agent_note: function (d) { activity(d.agent + ": " + d.text); },
+    // language models: spend per agent, unusable answers (raw, shown as text), the budget pause
+    llm_call: function (d) {
+      var a = S.llm[d.agent] || (S.llm[d.agent] = {requests: 0, failed: 0, tin: 0, tout: 0, cost: 0, ms: 0});
+      a.requests += 1; a.failed += d.ok ? 0 : 1; a.tin += d.tokens_in || 0; a.tout += d.tokens_out || 0;
+      a.cost += d.cost || 0; a.ms += d.latency_ms || 0;
+      var body = document.querySelector("#llm-spend tbody");
+      if (!body) return;
+      body.innerHTML = "";
+      Object.keys(S.llm).sort().forEach(function (name) {
+        var r = S.llm[name], tr = document.createElement("tr");
+        [name, r.requests, r.failed, r.tin, r.tout, r.cost ? r.cost.toFixed(4) : "—", (r.ms / r.requests).toFixed(0)]
+          .forEach(function (v, i) { var td = document.createElement("td"); td.textContent = v; if (i) td.className = "num"; tr.appendChild(td); });
+        body.appendChild(tr);
+      });
+    },
+    llm_proposal_failed: function (d) {
+      var ul = document.getElementById("llm-failures");
+      if (!ul) return;
+      var li = document.createElement("li"), pre = document.createElement("pre");
+      li.textContent = d.agent + ": " + d.reason; pre.textContent = d.answer; li.appendChild(pre);
+      ul.insertBefore(li, ul.firstChild);
+      text("llm-failure-count", ul.children.length);
+    },
+    llm_paused: function (d) { text("llm-paused", "LLM agents paused: " + d.reason + " (the run carries on)"); activity("LLM agents paused: " + d.reason); },
   };
 
   function draw() {

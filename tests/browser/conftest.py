@@ -28,13 +28,9 @@ def embedded_env(var_dir: Path) -> dict:
     return env
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory):
-    """The app as `make run` starts it, on a free port."""
-    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
-        pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (make test installs it with apt)")
-    var = tmp_path_factory.mktemp("int21-browser")
-    env = embedded_env(var)
+def launch(var: Path, **extra_env) -> dict:
+    """migrate, demo, then `manage.py serve` on a free port; returns url/var/env/proc."""
+    env = {**embedded_env(var), **extra_env}
     for cmd in (["migrate", "-v0"], ["demo", "--quiet"]):
         subprocess.run([sys.executable, "manage.py", *cmd], cwd=ROOT, env=env, check=True, timeout=300)
     port = free_port()
@@ -53,16 +49,34 @@ def server(tmp_path_factory):
             time.sleep(0.3)
     else:
         raise RuntimeError("the server did not answer within 60 s")
-    yield {"url": url, "var": var, "env": env, "proc": proc}
-    proc.terminate()
+    return {"url": url, "var": var, "env": env, "proc": proc}
+
+
+def stop(server: dict) -> None:
+    server["proc"].terminate()
     try:
-        proc.wait(timeout=90)
+        server["proc"].wait(timeout=90)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        server["proc"].kill()
+
+
+def need_chromium():
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (make test installs it with apt)")
 
 
 @pytest.fixture(scope="session")
-def browser(server):
+def server(tmp_path_factory):
+    """The app as `make run` starts it, on a free port."""
+    need_chromium()
+    s = launch(tmp_path_factory.mktemp("int21-browser"))
+    yield s
+    stop(s)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    need_chromium()
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -71,11 +85,12 @@ def browser(server):
         b.close()
 
 
-@pytest.fixture
-def login(browser, server):
-    """login("engineer") → a page signed in as that demo user (a fresh browser context each)."""
-    contexts = []
+@pytest.fixture(scope="session")
+def browser(server, chromium):
+    return chromium
 
+
+def signer(browser, server, contexts):
     def sign_in(username):
         ctx = browser.new_context(viewport={"width": 1360, "height": 900})
         contexts.append(ctx)
@@ -87,8 +102,14 @@ def login(browser, server):
         page.click("button[type=submit]")
         page.wait_for_url(server["url"] + "/")
         return page
+    return sign_in
 
-    yield sign_in
+
+@pytest.fixture
+def login(browser, server):
+    """login("engineer") → a page signed in as that demo user (a fresh browser context each)."""
+    contexts = []
+    yield signer(browser, server, contexts)
     for ctx in contexts:
         ctx.close()
 

@@ -202,7 +202,7 @@ def test_an_approval_is_dismissed_when_a_re_evaluation_gives_a_different_result(
     assert services.review_approve(proposal_id=prop.id, user=people["bob"]).status == "ok"
 
 
-def test_an_approval_is_dismissed_when_the_speedup_moves_beyond_noise(people):
+def test_an_approval_is_dismissed_when_the_kernel_no_longer_meets_its_goal(people):
     base = real_outcome()
     cand = make_candidate(outcome=with_speedup(base, numpy=3.0, torch=2.0), started_by=people["alice"],
                           required_approvals=2)
@@ -211,9 +211,17 @@ def test_an_approval_is_dismissed_when_the_speedup_moves_beyond_noise(people):
     services.evaluation_recorded(evaluation_id=finish_evaluation(cand, with_speedup(base, numpy=3.1, torch=1.9)).id)
     review.refresh_from_db()
     assert review.dismissed_at is None            # 5 % apart: the same result
+    # re-measured much slower but still ahead of the strongest baseline: the approval stands,
+    # and the audit says the score moved (the best of a run is usually re-measured lower)
     services.evaluation_recorded(evaluation_id=finish_evaluation(cand, with_speedup(base, numpy=3.0, torch=1.2)).id)
     review.refresh_from_db()
-    assert review.dismissed_at is not None and "score 2 became 1.2" in review.dismissed_reason
+    assert review.dismissed_at is None
+    moved = AuditEntry.objects.get(action="score_moved")
+    assert "score 2 became 1.2" in moved.message and "bob's approval stands" in moved.message
+    # slower than the strongest baseline: no longer the result that was approved
+    services.evaluation_recorded(evaluation_id=finish_evaluation(cand, with_speedup(base, numpy=2.0, torch=0.8)).id)
+    review.refresh_from_db()
+    assert review.dismissed_at is not None and "no longer meets its goal" in review.dismissed_reason
 
 
 def test_a_re_evaluation_runs_as_a_task_on_the_target_queue(people, worker, django_capture_on_commit_callbacks):

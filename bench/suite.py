@@ -65,7 +65,7 @@ class Plan:
 
     @classmethod
     def make(cls, quick: bool, **over) -> "Plan":
-        base = (dict(budgets=[10, 20], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
+        base = (dict(budgets=[10, 20, 40], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
                      search_workloads=["softmax"], shapes=dict(QUICK_SHAPES))
                 if quick else dict(shapes=dict(FULL_SHAPES)))
         base.update({k: v for k, v in over.items() if v is not None})

@@ -4,6 +4,7 @@ package, no CDN). Pure: data in, text out."""
 from __future__ import annotations
 
 import html
+import re
 import statistics
 
 from bench.searchers import KT_STRATEGIES
@@ -349,7 +350,8 @@ def html_report(result: dict, markdown_text: str) -> str:
         f"{html.escape(str(round(t['measured'], 3)) if isinstance(t['measured'], float) else str(t['measured']))}"
         f"</td><td>{ {True: '✅ met', False: '❌ not met', None: '— not assessed'}[t['met']] }"
         f": {html.escape(t['note'])}</td></tr>" for t in result["targets"])
-    account = "".join(f"<li>{html.escape(x.lstrip('- '))}</li>" for x in honest_account(result))
+    account = "".join("<li>" + re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(x.lstrip("- ")))
+                      + "</li>" for x in honest_account(result))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>INT21 benchmarks {html.escape(result['date'])}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}

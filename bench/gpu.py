@@ -4,8 +4,13 @@ sandbox child, interleaved with the workload's CUDA baselines). Runs only where 
 target can run; elsewhere it says why in one line."""
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
 import random
 import statistics
+import sys
+from pathlib import Path
 
 from kernels import targets as ktargets
 from kernels import workloads
@@ -47,3 +52,48 @@ def section(*, quick: bool, workload_names: list, clock=None) -> dict:
                                   "ok": sum(r["status"] == "ok" for r in rows),
                                   "median_score": statistics.median(r["score"] for r in rows)}
     return out
+
+
+def gpu_lines(g: dict) -> list[str]:
+    """The report's GPU section (markdown lines)."""
+    if not g.get("ran"):
+        return [f"No GPU section in this run — {g.get('why', 'not run')}. On a GPU host the same command "
+                "evaluates each workload's CUDA kernels against CuPy/cuBLAS and torch "
+                "(`bash bench/gpu_check.sh` collects it on the H200 host: `python -m bench.gpu`)."]
+    lines = [f"GPU: `{g['fingerprint']}`", "", "| workload | shape | best CUDA kernel | median ms | ratios | "
+             "correct/evaluated |", "|---|---|---|---|---|---|"]
+    for wl, w in g["workloads"].items():
+        if "best" not in w:
+            lines.append(f"| {wl} | | {w.get('status')} | | | |")
+            continue
+        b = w["best"]
+        ratios = ", ".join(f"{k} {v:.2f}x" for k, v in b["speedup"].items())
+        ms = "—" if b["median_ms"] is None else f"{b['median_ms']:.4f}"
+        lines.append(f"| {wl} | {w['shape']} | `{b['params']}` {b['status']} | {ms} "
+                     f"| {ratios or b['reason'][:80]} | {w['ok']}/{len(w['evaluated'])} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    """``python -m bench.gpu [--quick] [--out DIR]``: the GPU section alone, framework-free
+    (GPU hosts may have no Django); writes bench-gpu-<date>.json and prints its table."""
+    ap = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--workload", action="append", default=None)
+    args = ap.parse_args(argv)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    sec = section(quick=args.quick, workload_names=args.workload or workloads.names())
+    sec.update(command="python -m bench.gpu " + " ".join(argv if argv is not None else sys.argv[1:]),
+               date=started.isoformat(timespec="seconds"))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench-gpu-{started.date()}.json"
+    path.write_text(json.dumps(sec, indent=1, default=str))
+    print("\n".join(gpu_lines(sec)))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,6 +7,7 @@ import html
 import re
 import statistics
 
+from bench.gpu import gpu_lines
 from bench.searchers import KT_STRATEGIES
 
 LABELS = {"swarm_cold": "swarm (cold)", "swarm_warm": "swarm (warm)", "kt_bayes_opt": "Kernel Tuner bayes_opt",
@@ -210,24 +211,6 @@ def markdown(result: dict, html_name: str | None = None) -> str:
     lines += honest_account(result)
     lines += ["", "## GPU", ""] + gpu_lines(result.get("gpu") or {})
     return "\n".join(lines) + "\n"
-
-
-def gpu_lines(g: dict) -> list[str]:
-    if not g.get("ran"):
-        return [f"No GPU section in this run — {g.get('why', 'not run')}. On a GPU host the same command "
-                "evaluates each workload's CUDA kernels against CuPy/cuBLAS and torch "
-                "(`bash bench/gpu_check.sh` collects it on the H200 host with `--gpu-only`)."]
-    lines = [f"GPU: `{g['fingerprint']}`", "", "| workload | shape | best CUDA kernel | median ms | ratios | "
-             "correct/evaluated |", "|---|---|---|---|---|---|"]
-    for wl, w in g["workloads"].items():
-        if "best" not in w:
-            lines.append(f"| {wl} | | {w.get('status')} | | | |")
-            continue
-        b = w["best"]
-        ratios = ", ".join(f"{k} {v:.2f}x" for k, v in b["speedup"].items())
-        lines.append(f"| {wl} | {w['shape']} | `{b['params']}` {b['status']} | {_f(b['median_ms'], '{:.4f}')} "
-                     f"| {ratios or b['reason'][:80]} | {w['ok']}/{len(w['evaluated'])} |")
-    return lines
 
 
 def honest_account(result: dict) -> list[str]:

@@ -1,7 +1,7 @@
 """The GPU section through fakes (this host has no GPU): it says why when the CUDA target
 cannot run, and on a GPU host it reports each workload's best CUDA kernel against the
 CUDA baselines in the report's GPU table."""
-from bench import gpu, report
+from bench import gpu
 from kernels.harness.outcome import EvalOutcome
 
 
@@ -45,5 +45,5 @@ def test_on_a_gpu_host_it_reports_the_best_cuda_kernel_against_cupy_and_torch(mo
     assert section["ran"] and set(section["workloads"]) == {"softmax", "rmsnorm"}
     best = section["workloads"]["softmax"]["best"]
     assert best["params"]["BLOCK"] == 256 and set(best["speedup"]) == {"cupy", "torch_cuda"}
-    table = "\n".join(report.gpu_lines(section))
+    table = "\n".join(gpu.gpu_lines(section))
     assert "| softmax |" in table and "cupy 1.50x" in table

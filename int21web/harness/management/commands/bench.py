@@ -49,7 +49,8 @@ class Command(BaseCommand):
         parser.add_argument("--search-min-calls", type=int, help="timed calls per implementation, search")
         parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out of the kernel tables")
         parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
-        parser.add_argument("--gpu-only", action="store_true", help="the GPU section alone (GPU hosts)")
+        parser.add_argument("--gpu-only", action="store_true",
+                            help="the GPU section alone (GPU hosts; `python -m bench.gpu` without Django)")
         parser.add_argument("--deadline-minutes", type=float, help="skip (and report) tasks past this")
         parser.add_argument("--out", default=None, help="folder for the JSON and HTML (default bench/results)")
         parser.add_argument("--docs", default=None, help="markdown page to write (default docs/benchmarks.md; - for none)")

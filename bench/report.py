@@ -30,16 +30,20 @@ sessions each, and searches every workload with budgets 25 and 50 and 3 seeds on
 shapes of the same kind (1024×4096 rows; matmul 512³; kda 1×512×4×64×64), so that it fits
 in 90 minutes on a 2-core host; the best configuration found is then timed at the target
 shapes. Larger budgets take longer: e.g. `--workload softmax --budgets 25,50,100,200
---deadline-minutes 120`. `--quick`
-uses small shapes, budgets 10/20/40, 3 seeds, one session per kernel, searches softmax only
-(`--search W` to choose) and finds the other workloads' kernels with one fixed-budget
-swarm run each; its kernel figures are indicative, not at the targets' shapes.
+--deadline-minutes 120`.
+
+`--quick` uses small shapes, budgets 10/20/40, 3 seeds and one session per kernel; it
+searches softmax only (`--search W` to choose) and finds the other workloads' kernels with
+one fixed-budget swarm run each. Its kernel figures are indicative, not at the targets'
+shapes, so their targets are shown but not assessed.
 
 Options: `--quick`, `--workload W` (repeatable; default all), `--budgets 25,50,100`,
 `--seeds N` (default 3), `--shape W=SEARCH[:KERNEL,...]` (e.g. `softmax=4096x2048`),
 `--search W` (search only these workloads; the others get one fixed-budget swarm run),
 `--searchers swarm_cold,random,...`, `--sessions N` (harness sessions per kernel
-comparison), `--min-calls N`, `--no-compile` (leave out torch.compile), `--no-gpu`,
+comparison), `--min-calls N` / `--search-min-calls N` (timed calls per implementation in
+kernel comparisons / search measurements), `--no-compile` (leave out torch.compile),
+`--no-gpu`, `--gpu-only` (or `python -m bench.gpu`, which needs no Django),
 `--deadline-minutes M` (tasks past it are skipped and reported), `--out DIR` (default
 `bench/results`), `--docs PATH` (default `docs/benchmarks.md`; `--docs -` writes none),
 `--json` (print the result on stdout), `--render RESULT.json` (measure nothing: rewrite the

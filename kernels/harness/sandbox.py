@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import resource
 import select
 import signal
@@ -95,8 +96,23 @@ def minimal_env(extra: dict | None = None) -> dict:
     for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CUPY_CACHE_DIR"):
         if key in os.environ:
             env[key] = os.environ[key]
+    # Without one, CuPy caches under the (root) home the child cannot write after it drops to
+    # nobody: every CUDA child then failed its set-up with "Permission denied".
+    env.setdefault("CUPY_CACHE_DIR", _sandbox_cupy_cache())
     env.update(extra or {})
     return env
+
+
+def _sandbox_cupy_cache() -> str:
+    """A CuPy cache folder for sandbox children only (sticky, world-writable like /tmp)."""
+    path = os.path.join(tempfile.gettempdir(), "int21-sandbox-cupy-cache")
+    try:
+        os.makedirs(path, exist_ok=True)
+        if os.stat(path).st_uid == os.getuid():
+            os.chmod(path, 0o1777)
+    except OSError:
+        pass
+    return path
 
 
 def apply_limits(limits: Limits, *, relative_memory: bool = True, address_space: bool = True) -> None:

@@ -47,3 +47,12 @@ def test_on_a_gpu_host_it_reports_the_best_cuda_kernel_against_cupy_and_torch(mo
     assert best["params"]["BLOCK"] == 256 and set(best["speedup"]) == {"cupy", "torch_cuda"}
     table = "\n".join(gpu.gpu_lines(section))
     assert "| softmax |" in table and "cupy 1.50x" in table
+
+
+def test_without_a_cuda_baseline_the_fastest_correct_kernel_is_the_best():
+    from bench.gpu import pick_best
+    rows = [{"status": "ok", "score": 0.0, "median_ms": 3.06}, {"status": "ok", "score": 0.0, "median_ms": 1.18},
+            {"status": "wrong", "score": 0.0, "median_ms": None}]
+    assert pick_best(rows)["median_ms"] == 1.18
+    with_baselines = [{"status": "ok", "score": 1.5, "median_ms": 2.0}, {"status": "ok", "score": 2.0, "median_ms": 3.0}]
+    assert pick_best(with_baselines)["score"] == 2.0

@@ -36,3 +36,17 @@ def test_the_child_gets_a_minimal_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("INT21_SECRET", "hunter2")
     result = py("import os; print(sorted(os.environ))", tmp_path, wall_seconds=30)
     assert "INT21_SECRET" not in result.stdout and "OPENBLAS_CORETYPE" not in result.stdout
+
+
+def test_sandbox_children_get_a_cupy_cache_they_can_write_after_dropping_to_nobody(monkeypatch):
+    """Without it, CuPy caches under root's home and every CUDA child failed its set-up
+    ("Permission denied"), as seen on the H200 host."""
+    import os
+    import stat
+    from kernels.harness import sandbox
+    monkeypatch.delenv("CUPY_CACHE_DIR", raising=False)
+    path = sandbox.minimal_env()["CUPY_CACHE_DIR"]
+    mode = os.stat(path).st_mode
+    assert stat.S_ISDIR(mode) and mode & stat.S_ISVTX and mode & 0o777 == 0o777
+    monkeypatch.setenv("CUPY_CACHE_DIR", "/srv/cupy")
+    assert sandbox.minimal_env()["CUPY_CACHE_DIR"] == "/srv/cupy"

@@ -15,7 +15,7 @@ import statistics
 
 from kernels import workloads
 from kernels.harness.evaluator import EvalSettings, Evaluator
-from kernels.harness.roofline import measure_cpu
+from kernels.harness.roofline import measure_host
 
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -25,11 +25,7 @@ def measure_roofline(fingerprint: dict, earlier: dict | None = None) -> dict:
     with 512-bit vectors where the host has AVX-512 (its default is 256-bit, and cores with
     512-bit FMA pipes reach twice that). A busy host only ever makes these figures low, so
     with an ``earlier`` measurement of the same run the higher of each figure is kept."""
-    probes = [measure_cpu()]
-    if "avx512f" in fingerprint.get("cpu_flags", []):
-        wide = measure_cpu(extra_flags=("-DVEC_BYTES=64",))
-        probes.append({"peak_gflops_512bit": wide["peak_gflops"], "copy_gbs": wide["copy_gbs"],
-                       "triad_gbs": wide["triad_gbs"]})
+    probes = [measure_host(fingerprint)]      # the harness's own probes (512-bit too on AVX-512)
     out = dict(earlier or {})
     out.setdefault("measurements", [])
     out["measurements"] = out["measurements"] + probes

@@ -100,3 +100,15 @@ def test_a_single_threaded_kernel_timed_after_torch_is_not_billed_for_torchs_thr
     assert "torch_recurrent" in outcome.speedup
     assert bench["details"]["cpu"]["cpu_per_wall"] < 1.3, bench["details"]["cpu"]
     assert outcome.status == "ok", outcome.reason
+
+
+def test_the_compute_ceiling_counts_512_bit_fma_pipes_where_the_host_has_them():
+    from kernels import targets
+    from kernels.harness.roofline import measure_host
+    fp = targets.get("cpu").fingerprint()
+    data = measure_host(fp)
+    if "avx512f" not in fp["cpu_flags"]:
+        assert "peak_gflops_512bit" not in data
+        return
+    assert data["peak_gflops"] == max(data["peak_gflops_256bit"], data["peak_gflops_512bit"])
+    assert data["peak_gflops_512bit"] > 0

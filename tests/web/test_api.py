@@ -552,3 +552,15 @@ def test_tokens_are_listed_in_the_admin_without_a_way_to_add_one(people):
     page = client_for(admin).get("/admin/api/apitoken/")
     assert page.status_code == 200 and b"ci" in page.content
     assert client_for(admin).get("/admin/api/apitoken/add/").status_code == 403
+
+
+def test_a_goal_chooses_its_language_model_through_the_api_and_a_bad_choice_names_the_field(erin):
+    body = {**GOAL, "name": "with a model", "team": ["explorer", "llm_coder"],
+            "llm": {"provider": "ollama", "model": "qwen2.5-coder:7b", "budget": {"requests": 5}}}
+    resp = post(erin, "/api/goals", body)
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["spec"]["llm"] == body["llm"]
+    bad = post(erin, "/api/goals", {**body, "name": "bad", "llm": {"provider": "openai", "temperature": 9}})
+    assert bad.status_code == 400 and bad.json()["field"].startswith("llm"), bad.content
+    key = post(erin, "/api/goals", {**body, "name": "keyed", "llm": {"provider": "openai", "api_key": "sk-x"}})
+    assert key.status_code == 400 and "key" in key.json()["error"].lower(), key.content

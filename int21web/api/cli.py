@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import ValidationError
 
@@ -71,3 +71,17 @@ def failure(exc: Exception) -> CommandError:
 
 
 HANDLED = (ApiError, ValidationError, GoalError, SpaceError, GuidanceError, RoleError, ValueError)
+
+
+class ApiCommand(BaseCommand):
+    """A command that does what an API endpoint does: ``_handle(options)`` acts, and the
+    domain's errors become one clear line and a non-zero exit, as the API's 4xx do."""
+
+    def handle(self, *args, **o):
+        try:
+            self._handle(o)
+        except HANDLED as exc:
+            raise failure(exc) from None
+
+    def _handle(self, o):
+        raise NotImplementedError

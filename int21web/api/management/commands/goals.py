@@ -1,6 +1,5 @@
 """python manage.py goals list | show ID | space ID | create FILE --as USER | update ID FILE --as USER
 | clone ID --as USER | validate FILE   (FILE: a goal's JSON body as the API takes it, or - for stdin)"""
-from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from int21web.accounts.roles import require
@@ -12,7 +11,7 @@ from int21web.runs.store import goal_from
 from swarm.generation import check_goal
 
 
-class Command(BaseCommand):
+class Command(cli.ApiCommand):
     help = "Saved goals, as the API and the goal editor see them (see docs/api.md for the JSON body)."
 
     def add_arguments(self, parser):
@@ -34,12 +33,6 @@ class Command(BaseCommand):
         cli.add_user_arg(k)
         v = sub.add_parser("validate", help="check a goal file (no name needed); prints its design space's size")
         v.add_argument("file")
-
-    def handle(self, *args, **o):
-        try:
-            self._handle(o)
-        except cli.HANDLED as exc:
-            raise cli.failure(exc) from None
 
     def _handle(self, o):
         act = o["action"]

@@ -5,14 +5,13 @@ The approval gate and the kernel library through int21web.library's services (th
 as the review page and the API: the goal's approvals, no approving a run you started, …)."""
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
 
 from int21web.api import cli, selectors
 from int21web.api.routes.library import _candidate, _kernel, _proposal
 from int21web.library import evidence, services
 
 
-class Command(BaseCommand):
+class Command(cli.ApiCommand):
     help = "Proposals, reviews and promoted kernels, as the review page and the API see them."
 
     def add_arguments(self, parser):
@@ -39,12 +38,6 @@ class Command(BaseCommand):
         d = sub.add_parser("download", help="a promoted kernel's zip (source + manifest.json)")
         d.add_argument("kernel_id", type=int)
         d.add_argument("-o", "--output", help="file to write (default: its own name, here)")
-
-    def handle(self, *args, **o):
-        try:
-            self._handle(o)
-        except cli.HANDLED as exc:
-            raise cli.failure(exc) from None
 
     def _handle(self, o):
         act = o["action"]

@@ -16,7 +16,7 @@ from int21web.runs import services
 from int21web.runs.store import goal_from
 
 
-class Command(BaseCommand):
+class Command(cli.ApiCommand):
     help = "Runs, as the API and the run page see them: start one from a saved goal, steer it, read it."
 
     def add_arguments(self, parser):
@@ -40,12 +40,6 @@ class Command(BaseCommand):
         cs = sub.add_parser("candidates", help="the run's candidates (one line each), or --csv FILE (- for stdout)")
         cs.add_argument("run_id", type=int)
         cs.add_argument("--csv", metavar="FILE")
-
-    def handle(self, *args, **o):
-        try:
-            self._handle(o)
-        except cli.HANDLED as exc:
-            raise cli.failure(exc) from None
 
     def _handle(self, o):
         act = o["action"]

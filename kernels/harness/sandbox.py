@@ -88,6 +88,11 @@ def minimal_env(extra: dict | None = None) -> dict:
         # spinning torch pool would otherwise bill its CPU time to the candidate timed next
         # (a correct single-threaded kernel then looks like one with hidden threads).
         "OMP_WAIT_POLICY": "PASSIVE",
+        # The same for OpenBLAS's own pthread pool (NumPy's matmul baseline): its workers
+        # spin for 2^28 cycles after each call by default, so the candidate timed right
+        # after a BLAS call shared the cores with them (and was billed their CPU time).
+        # 2^4 cycles, the least OpenBLAS accepts: idle workers go to sleep at once.
+        "OPENBLAS_THREAD_TIMEOUT": "4",
     }
     # CUPY_CACHE_DIR: CuPy's cache of the helper kernels it compiles (fill, compare, the
     # baselines' reductions); without it each CUDA child compiles them again in its fresh

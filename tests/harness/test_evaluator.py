@@ -102,6 +102,21 @@ def test_a_single_threaded_kernel_timed_after_torch_is_not_billed_for_torchs_thr
     assert outcome.status == "ok", outcome.reason
 
 
+def test_a_kernel_timed_after_openblas_does_not_share_the_cores_with_its_idle_workers():
+    """OpenBLAS's pthread pool (NumPy's matmul baseline) spins for 2^28 cycles after each call
+    unless told otherwise: the candidate timed next then ran beside it, was billed its CPU
+    time, and every two-thread matmul measured at about half of OpenBLAS's speed."""
+    wl = workloads.get("matmul")
+    tpl = wl.template("cpu")
+    params = {**tpl.space.default(), "ALGO": "blocked", "THREADS": 1}
+    outcome = Evaluator(EvalSettings(seeds=1, timing_shape=wl.shape_from_text("512x512x512"))).evaluate(
+        tpl.source("blocked"), params, "matmul", "cpu")
+    bench = next(s for s in outcome.to_json()["stages"] if s["name"] == "benchmark")
+    assert "numpy" in outcome.speedup
+    assert bench["details"]["cpu"]["cpu_per_wall"] < 1.3, bench["details"]["cpu"]
+    assert outcome.status == "ok", outcome.reason
+
+
 def test_the_compute_ceiling_counts_512_bit_fma_pipes_where_the_host_has_them():
     from kernels import targets
     from kernels.harness.roofline import measure_host

@@ -28,6 +28,18 @@ def test_every_softmax_seed_passes_on_cpu(variant):
     assert len({c["seed"] for c in cases}) >= 5 and len({c["shape"] for c in cases}) >= 3
 
 
+@pytest.mark.parametrize("variant", ["two_pass", "online"])
+@pytest.mark.parametrize("vec", [8, 16])
+def test_softmax_streaming_stores_and_next_row_prefetch_are_correct_on_every_shape(variant, vec):
+    """NT peels to the vector alignment of each row of y (awkward widths put every row at a
+    different offset) and PF prefetches a row that may not exist: both must stay exact."""
+    tpl = WL.template("cpu")
+    params = {**tpl.space.default(), "ALGO": variant, "VEC": vec, "NT": 1, "PF": 1, "THREADS": 2, "CHUNK": 1}
+    outcome = Evaluator(EvalSettings(timing=False)).evaluate(tpl.source(variant), params, WL, "cpu")
+    assert outcome.status == "ok", outcome.reason
+    assert {c["shape"] for c in outcome.stage("correctness").details["cases"]} >= {"67x1013", "5x4099"}
+
+
 def test_a_timed_evaluation_reports_speedups_as_ratios_of_medians(timed_outcome):
     o = timed_outcome
     assert o.status == "ok", o.reason

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernels.spec import (Arg, Baseline, DesignSpace, Param, Shape,
+from kernels.spec import (Arg, Baseline, Constraint, DesignSpace, Param, Shape,
                           Template, Tolerance, Workload, rng_for)
 from kernels.workloads.softmax.reference import reference  # noqa: E402
 from kernels.workloads import rowwise  # noqa: E402
@@ -40,9 +40,13 @@ SPACE = DesignSpace(
         Param("VEC", "choice", choices=(1, 8, 16), help="vector width: scalar, AVX2 or AVX-512"),
         Param("FAST_EXP", "bool", help="scalar loops: polynomial exp instead of libm expf"),
         Param("CHUNK", "choice", choices=(1, 4, 16, 64), help="rows per OpenMP static chunk"),
+        Param("NT", "bool", help="non-temporal (streaming) stores for y; vector paths only"),
+        Param("PF", "bool", help="prefetch the next row while computing this one; vector paths only"),
     ),
     constraints=(
         rowwise.CHUNK_FITS,
+        Constraint("NT == 0 or VEC > 1", "non-temporal stores need a vector path (VEC 8 or 16)"),
+        Constraint("PF == 0 or VEC > 1", "the next-row prefetch is in the vector paths (VEC 8 or 16)"),
     ),
 )
 

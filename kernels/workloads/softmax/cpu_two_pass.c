@@ -2,7 +2,12 @@
  * Design-space macros (the harness defines them; defaults keep the file self-contained):
  *   THREADS   OpenMP threads                   CHUNK  rows per OpenMP static chunk
  *   VEC       1: scalar loops, 8: AVX2, 16: AVX-512 (falls back to 8 without AVX-512)
- *   FAST_EXP  scalar loops only: 1 = polynomial exp (vectorises), 0 = libm expf          */
+ *   FAST_EXP  scalar loops only: 1 = polynomial exp (vectorises), 0 = libm expf
+ *   NT        vector paths only: 1 = the exp pass only sums, and the last pass recomputes
+ *             exp and streams y past the cache (non-temporal stores, aligned by a scalar
+ *             peel): y is written once and never read back, so DRAM sees one read of x
+ *             and one write of y instead of a write, a read and a write of y
+ *   PF        vector paths only: prefetch the next row during the exp pass (see below)    */
 #include <math.h>
 #include <stdint.h>
 #include <float.h>
@@ -20,6 +25,19 @@
 #ifndef FAST_EXP
 #define FAST_EXP 0
 #endif
+#ifndef NT
+#define NT 0
+#endif
+#ifndef PF
+#define PF 0
+#endif
+/* PF (vector paths): while one row is computed from the cache, prefetch the next row into
+ * L2 a line at a time, so the DRAM traffic overlaps the exp work instead of taking turns. */
+#if PF
+#define PREFETCH_NEXT(c) do { if (xn && !((c) & 15)) _mm_prefetch((const char *)(xn + (c)), _MM_HINT_T1); } while (0)
+#else
+#define PREFETCH_NEXT(c) ((void)0)
+#endif
 
 #if VEC == 16 && !defined(__AVX512F__)
 #undef VEC
@@ -32,7 +50,7 @@
 #define EXPF(x) expf(x)
 #endif
 
-static void row(const float *xr, float *yr, int64_t cols) {
+static void row(const float *xr, float *yr, int64_t cols, const float *xn) {
     int64_t c = 0;
     float m = -FLT_MAX, s = 0.0f;
 #if VEC == 16
@@ -41,7 +59,22 @@ static void row(const float *xr, float *yr, int64_t cols) {
     m = i21_hmax16(vm);
     for (; c < cols; c++) m = xr[c] > m ? xr[c] : m;
     __m512 bm = _mm512_set1_ps(m);
+#if NT
     for (c = 0; c + 16 <= cols; c += 16) {
+        PREFETCH_NEXT(c);
+        vs = _mm512_add_ps(vs, i21_exp16(_mm512_sub_ps(_mm512_loadu_ps(xr + c), bm)));
+    }
+    s = i21_hsum16(vs);
+    for (; c < cols; c++) s += i21_expf(xr[c] - m);
+    float inv = 1.0f / s;
+    __m512 vi = _mm512_set1_ps(inv);
+    for (c = 0; c < cols && ((uintptr_t)(yr + c) & 63); c++) yr[c] = i21_expf(xr[c] - m) * inv;
+    for (; c + 16 <= cols; c += 16)
+        _mm512_stream_ps(yr + c, _mm512_mul_ps(i21_exp16(_mm512_sub_ps(_mm512_loadu_ps(xr + c), bm)), vi));
+    for (; c < cols; c++) yr[c] = i21_expf(xr[c] - m) * inv;
+#else
+    for (c = 0; c + 16 <= cols; c += 16) {
+        PREFETCH_NEXT(c);
         __m512 e = i21_exp16(_mm512_sub_ps(_mm512_loadu_ps(xr + c), bm));
         _mm512_storeu_ps(yr + c, e);
         vs = _mm512_add_ps(vs, e);
@@ -51,13 +84,29 @@ static void row(const float *xr, float *yr, int64_t cols) {
     __m512 inv = _mm512_set1_ps(1.0f / s);
     for (c = 0; c + 16 <= cols; c += 16) _mm512_storeu_ps(yr + c, _mm512_mul_ps(_mm512_loadu_ps(yr + c), inv));
     for (; c < cols; c++) yr[c] *= 1.0f / s;
+#endif
 #elif VEC == 8
     __m256 vm = _mm256_set1_ps(-FLT_MAX), vs = _mm256_setzero_ps();
     for (; c + 8 <= cols; c += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(xr + c));
     m = i21_hmax8(vm);
     for (; c < cols; c++) m = xr[c] > m ? xr[c] : m;
     __m256 bm = _mm256_set1_ps(m);
+#if NT
     for (c = 0; c + 8 <= cols; c += 8) {
+        PREFETCH_NEXT(c);
+        vs = _mm256_add_ps(vs, i21_exp8(_mm256_sub_ps(_mm256_loadu_ps(xr + c), bm)));
+    }
+    s = i21_hsum8(vs);
+    for (; c < cols; c++) s += i21_expf(xr[c] - m);
+    float inv = 1.0f / s;
+    __m256 vi = _mm256_set1_ps(inv);
+    for (c = 0; c < cols && ((uintptr_t)(yr + c) & 31); c++) yr[c] = i21_expf(xr[c] - m) * inv;
+    for (; c + 8 <= cols; c += 8)
+        _mm256_stream_ps(yr + c, _mm256_mul_ps(i21_exp8(_mm256_sub_ps(_mm256_loadu_ps(xr + c), bm)), vi));
+    for (; c < cols; c++) yr[c] = i21_expf(xr[c] - m) * inv;
+#else
+    for (c = 0; c + 8 <= cols; c += 8) {
+        PREFETCH_NEXT(c);
         __m256 e = i21_exp8(_mm256_sub_ps(_mm256_loadu_ps(xr + c), bm));
         _mm256_storeu_ps(yr + c, e);
         vs = _mm256_add_ps(vs, e);
@@ -67,6 +116,7 @@ static void row(const float *xr, float *yr, int64_t cols) {
     __m256 inv = _mm256_set1_ps(1.0f / s);
     for (c = 0; c + 8 <= cols; c += 8) _mm256_storeu_ps(yr + c, _mm256_mul_ps(_mm256_loadu_ps(yr + c), inv));
     for (; c < cols; c++) yr[c] *= 1.0f / s;
+#endif
 #else
     for (c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
     for (c = 0; c < cols; c++) { yr[c] = EXPF(xr[c] - m); s += yr[c]; }
@@ -76,6 +126,12 @@ static void row(const float *xr, float *yr, int64_t cols) {
 }
 
 void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
-    #pragma omp parallel for num_threads(THREADS) schedule(static, CHUNK)
-    for (int64_t r = 0; r < rows; r++) row(x + r * cols, y + r * cols, cols);
+    #pragma omp parallel num_threads(THREADS)
+    {
+        #pragma omp for schedule(static, CHUNK) nowait
+        for (int64_t r = 0; r < rows; r++) row(x + r * cols, y + r * cols, cols, r + 1 < rows ? x + (r + 1) * cols : 0);
+#if NT && VEC > 1
+        _mm_sfence();  /* streaming stores are weakly ordered: publish them before the join */
+#endif
+    }
 }

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
-from kernels import workloads
+from kernels import targets, workloads
 from kernels.spec import SpecError, Tolerance
 from swarm import registry
 from swarm.agents.base import Context
@@ -191,7 +191,8 @@ class Engine:
                       elites=elites(evaluated, max(4, goal.population)), lessons=lessons, rng=rng,
                       generation=run.generation, seen={c.key for c in history}, notes=steering.notes,
                       run_id=run_id, emit=lambda kind, **data: self._emit(run_id, kind, **data),
-                      outcome=getattr(self.store, "outcome", lambda candidate_id: None))
+                      outcome=getattr(self.store, "outcome", lambda candidate_id: None),
+                      natural=self._natural(goal.target, space))
         agents = {name: registry.get(name) for name in goal.team}
         if any(getattr(a, "needs_model", False) for a in agents.values()):
             ctx.llm = self.llm_factory(goal, run.llm_usage, ctx.emit)
@@ -397,6 +398,13 @@ class Engine:
                 stored = self.knowledge.record(lesson)
                 self._emit(run_id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
                            evidence=stored.evidence)
+
+    def _natural(self, target: str, space) -> dict:
+        """The target's natural starting values (one thread per core, its widest vectors)."""
+        try:
+            return dict(targets.get(target).natural_values(space))
+        except Exception:   # a target without conventions, or one that cannot describe its host
+            return {}
 
     def _template(self, goal: Goal, wl):
         """The workload's template plus the variants earlier runs' rewrites won (not when cold)."""

@@ -44,6 +44,9 @@ class Target(Protocol):
       resource report vs constraints) and returns an ``AuditResult``.
     - ``can_run()`` says whether candidates can execute here (a CUDA target without a GPU
       compiles and audits, and the outcome is ``compiled_only``).
+    - ``natural_values(space)`` the values a person would try first on this hardware for the
+      params that follow the target's template conventions (``{}`` when it has none); the
+      swarm's first generation starts from them.
     """
 
     name: str
@@ -54,6 +57,7 @@ class Target(Protocol):
     def compile(self, source: str, params: dict, options: dict) -> Artifact | CompileFailure: ...
     def audit(self, artifact: Artifact, options: dict) -> AuditResult: ...
     def can_run(self) -> tuple[bool, str]: ...
+    def natural_values(self, space) -> dict: ...
 
 
 def param_prelude(params: dict, language: str = "c") -> str:

@@ -109,6 +109,21 @@ class CpuTarget:
     def fingerprint(self) -> dict:
         return cpu_fingerprint()
 
+    def natural_values(self, space, fingerprint: dict | None = None) -> dict:
+        """The CPU templates' conventions: THREADS is the OpenMP thread count and VEC the SIMD
+        width in floats (1 scalar, 8 AVX2, 16 AVX-512). A person starts from one thread per
+        core and the widest vectors the host has; so does the swarm's first generation."""
+        fp = fingerprint or self.fingerprint()
+        flags = set(fp.get("cpu_flags") or ())
+        widest = 16 if "avx512f" in flags else 8 if {"avx2", "fma"} <= flags else 1
+        out = {}
+        for name, want in (("THREADS", fp.get("cores") or 1), ("VEC", widest)):
+            if name in space.names:
+                fits = [v for v in space.param(name).values() if isinstance(v, int) and v <= want]
+                if fits:
+                    out[name] = max(fits)
+        return out
+
     def flags(self, options: dict) -> list[str]:
         flags = list(BASE_FLAGS)
         if options.get("fast_math"):

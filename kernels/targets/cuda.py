@@ -315,6 +315,9 @@ class CudaTarget:
             return False, f"no CUDA GPU on this host ({why})"
         return True, ""
 
+    def natural_values(self, space) -> dict:
+        return {}   # launch geometry has no one obvious starting point across GPUs
+
     def fingerprint(self) -> dict:
         backend = _backend()
         base = {"target": "cuda", "compiler": backend[2] if backend else None,

@@ -27,6 +27,7 @@ class Context:
     llm: object = None                         # the run's LLMSession, or why there is none (str)
     emit: Callable = field(default=lambda kind, **data: None)   # typed events of the run
     outcome: Callable = field(default=lambda candidate_id: None)  # stored evaluation (JSON) or None
+    natural: dict = field(default_factory=dict)  # the target's natural values on this host (THREADS, VEC)
 
     def legal(self, params: dict) -> bool:
         return not self.space.violations(params, self.shapes)

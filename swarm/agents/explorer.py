@@ -1,7 +1,10 @@
 """explorer: space-filling samples that respect the constraints.
 
 Each param's values are dealt out in shuffled rounds (a Latin-hypercube over categorical
-knobs), so a handful of proposals already covers every value of every param."""
+knobs), so a handful of proposals already covers every value of every param. Before anything
+has been measured, the hardware knobs start where a person would start them: the target's
+natural values on this host (one thread per core, the widest vectors), and the deal covers
+the rest of the space; later generations deal those knobs too."""
 from swarm.agents.base import Context
 from swarm.types import CandidateDraft
 
@@ -14,17 +17,22 @@ class Explorer:
 
     def propose(self, ctx: Context, n: int) -> list[CandidateDraft]:
         out, tries = [], 0
+        natural = {} if ctx.history else {k: v for k, v in ctx.natural.items() if k in ctx.space.names}
+        why = "space-filling sample of untried values" + (
+            ", hardware knobs at this host's natural " + " ".join(f"{k}={v}" for k, v in natural.items())
+            if natural else "")
         decks = {p.name: [] for p in ctx.space.params}
         while len(out) < n and tries < 200 * max(n, 1):
             tries += 1
             point = {}
             for p in ctx.space.params:
                 if not decks[p.name]:
-                    decks[p.name] = p.values()[:]
+                    decks[p.name] = [natural[p.name]] if p.name in natural else p.values()[:]
                     ctx.rng.shuffle(decks[p.name])
                 point[p.name] = decks[p.name].pop()
             if tries > 50 * max(n, 1):  # constraints reject the deck's pairing: sample freely
                 point = ctx.space.sample(ctx.rng, ctx.shapes) or point
             if ctx.fresh(point) and point not in [d.params for d in out]:
-                out.append(CandidateDraft(point, self.name, "space-filling sample of untried values"))
+                out.append(CandidateDraft(point, self.name, why if all(
+                    point[k] == v for k, v in natural.items()) else "space-filling sample of untried values"))
         return out

@@ -20,9 +20,7 @@ class Seeded:
         configs = sorted((lsn for lsn in ctx.lessons if lsn.kind == "best_config"),
                          key=lambda lsn: -float(lsn.data.get("score", 0.0)))
         for lsn in configs:
-            params = {k: v for k, v in lsn.data.get("params", {}).items() if k in ctx.space.names}
-            if set(params) != set(ctx.space.names):
-                continue
+            params = _completed(ctx, lsn.data.get("params", {}))
             if ctx.fresh(params) and params not in [d.params for d in out]:
                 out.append(CandidateDraft(params, self.name,
                                           f"best config from lesson #{lsn.id} ({lsn.data.get('score', 0):.2f}x at "
@@ -34,9 +32,7 @@ class Seeded:
         for _ in range(40 * n):
             if len(out) >= n or not configs:
                 break
-            base = {k: v for k, v in ctx.rng.choice(configs).data.get("params", {}).items() if k in ctx.space.names}
-            if set(base) != set(ctx.space.names):
-                continue
+            base = _completed(ctx, ctx.rng.choice(configs).data.get("params", {}))
             child = dict(base)
             name = ctx.rng.choice(ctx.space.names)
             child[name] = ctx.rng.choice(neighbours(ctx.space, child, name) or [child[name]])
@@ -50,3 +46,10 @@ class Seeded:
                 out.append(CandidateDraft(child, self.name,
                                           f"near a remembered best config: {describe_change(base, child)}"))
         return out
+
+
+def _completed(ctx: Context, remembered: dict) -> dict:
+    """A remembered config in today's space: params the space no longer has are dropped, and
+    params added since (a template grew a knob) take their defaults, which reproduce the
+    kernel as it was when the lesson was learnt."""
+    return {**ctx.space.default(), **{k: v for k, v in remembered.items() if k in ctx.space.names}}

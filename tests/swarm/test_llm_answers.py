@@ -47,8 +47,9 @@ def test_edits_must_stay_inside_the_marked_regions():
     assert len(regions(MARKED)) == 1
     source, _ = use(EDIT_SCALE, parent=MARKED)
     assert "yr[c] * inv" in source
-    outside = ("<<<<<<< SEARCH\n    for (int64_t r = 0; r < rows; r++) row(x + r * cols, y + r * cols, cols);\n"
-               "=======\n    for (int64_t r = rows - 1; r >= 0; r--) row(x + r * cols, y + r * cols, cols);\n"
+    outside = ("<<<<<<< SEARCH\n        for (int64_t r = 0; r < rows; r++) row(x + r * cols, y + r * cols, cols, "
+               "r + 1 < rows ? x + (r + 1) * cols : 0);\n"
+               "=======\n        for (int64_t r = rows - 1; r >= 0; r--) row(x + r * cols, y + r * cols, cols, 0);\n"
                ">>>>>>> REPLACE\n")
     with pytest.raises(Unusable, match="outside the editable regions"):
         use(outside, parent=MARKED)

@@ -35,7 +35,24 @@ def _ratio_target(out, result, wl, shape, kind, threshold, label):
         row["measured"] = b["ratio_median"]
         row["met"] = b["ratio_median"] >= threshold
         row["note"] = f"vs {b['name']}, sessions range {b['ratio_min']:.2f}–{b['ratio_max']:.2f}x"
+        bound = _bandwidth_bound(result, k, b["ratio_median"])
+        if bound is not None:
+            row["bound"] = bound
+            row["note"] += (f"; roofline bound {bound:.2f}x (the baseline's time over the time to move the "
+                            f"kernel's bytes at the copy bandwidth measured in this run)")
+            if bound < threshold:
+                row["note"] += f": {threshold:g}x is beyond this host's memory system"
     out.append(row)
+
+
+def _bandwidth_bound(result, k, ratio):
+    """For a memory-bound kernel, the most any kernel can be faster than the baseline: the
+    ratio if the kernel ran at 100% of the copy bandwidth measured in the same run."""
+    pct = ((k.get("candidate") or {}).get("roofline") or {}).get("pct_of_copy_bandwidth")
+    bound_kind = ((k.get("candidate") or {}).get("roofline") or {}).get("bound")
+    if not pct or bound_kind not in (None, "memory") or ratio is None:
+        return None
+    return ratio / (pct / 100.0)
 
 
 def _bandwidth_target(out, result, wl, shape, threshold_pct):

@@ -9,9 +9,9 @@ from kernels.spec import Tolerance
 
 
 def input_digest(a: np.ndarray) -> str:
-    """Same digest the child computes over its guarded input copy (float32 bytes)."""
-    return hashlib.blake2b(np.ascontiguousarray(a, dtype=np.float32).view(np.uint8),
-                           digest_size=16).hexdigest()
+    """The digest the sandbox child checks its inputs against (float32 bytes). SHA-256: with
+    the SHA extensions x86 hosts have, twice as fast as BLAKE2b over 64 MiB timing inputs."""
+    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float32).view(np.uint8)).hexdigest()
 
 
 def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, prepared: "Prepared | None" = None) -> dict:

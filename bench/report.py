@@ -27,9 +27,10 @@ make bench                                   # the full run (under 90 minutes on
 The full run times the kernels at the shapes of the swarm issue's targets (softmax,
 rmsnorm, layernorm 4096×4096; matmul 1024³ and 2048³; kda 1×1024×4×64×64), 3 harness
 sessions each, and searches every workload with budgets 25 and 50 and 3 seeds on cheaper
-shapes of the same kind (1024×4096 rows; matmul 512³; kda 1×512×4×64×64), so that it fits
-in 90 minutes on a 2-core host; the best configuration found is then timed at the target
-shapes. Larger budgets take longer: e.g. `--workload softmax --budgets 25,50,100,200
+shapes of the same kind (1024×4096 rows; kda 1×512×4×64×64; matmul at 1024³ itself, since
+the cache blocking that wins on a cube that fits in cache is not the one that wins at the
+targets' sizes), so that it fits in 90 minutes on a 2-core host; the best configuration
+found is then timed at the target shapes. Larger budgets take longer: e.g. `--workload softmax --budgets 25,50,100,200
 --deadline-minutes 120`.
 
 `--quick` uses small shapes, budgets 10/20/40, 3 seeds and one session per kernel; it

@@ -20,14 +20,16 @@ from swarm.knowledge import InMemoryKnowledge
 
 # (search shape, [kernel shapes]) per workload. Full: the kernels are timed at the shapes of
 # the swarm issue's targets; the searches run on cheaper shapes of the same kind (the same
-# row length; a smaller cube; half the sequence) so that three seeds of six searchers at
-# budgets 25 and 50 fit in 90 minutes on a 2-core host (one evaluation at 4096x4096 takes
-# ~5 s there, at 1024x4096 ~1.5 s; kda at T=1024 ~3.5 s, its torch baselines being slow).
+# row length; half the sequence) so that three seeds of six searchers at budgets 25 and 50
+# fit in 90 minutes on a 2-core host (one evaluation at 4096x4096 takes ~5 s there, at
+# 1024x4096 ~1.5 s; kda at T=1024 ~3.5 s, its torch baselines being slow). matmul searches
+# at 1024^3 itself (~1.5 s an evaluation): the cache blocking that wins at 512^3, where
+# everything fits in L2/L3, is not the one that wins at the targets' sizes.
 FULL_SHAPES = {
     "softmax": ("1024x4096", ["4096x4096"]),
     "rmsnorm": ("1024x4096", ["4096x4096"]),
     "layernorm": ("1024x4096", ["4096x4096"]),
-    "matmul": ("512x512x512", ["1024x1024x1024", "2048x2048x2048"]),
+    "matmul": ("1024x1024x1024", ["1024x1024x1024", "2048x2048x2048"]),
     "kda": ("1x512x4x64x64", ["1x1024x4x64x64"]),
 }
 QUICK_SHAPES = {

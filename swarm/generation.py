@@ -208,7 +208,11 @@ class Engine:
         allocation.update({a: 0 for a in goal.team if a not in allocation})
         self._emit(run_id, "generation_started", generation=run.generation, allocation=allocation)
 
-        drafts = self._proposals(run_id, ctx, agents, allocation, slots)
+        # The favoured agents' proposals go first: the generation is evaluated in this order
+        # (one worker evaluates one candidate after another), so a warm start's remembered
+        # best, or the agent a person favoured, is measured before the rest.
+        ordered = {a: allocation[a] for a in sorted(allocation, key=lambda a: a not in favoured)}
+        drafts = self._proposals(run_id, ctx, agents, ordered, slots)
         cands = []
         for d in drafts:
             source = d.source or tpl.source(tpl.variant_of(d.params))

@@ -124,6 +124,21 @@ def test_lessons_from_a_first_run_make_a_second_run_faster():
     assert evals_to(warm, wid, best) <= 8 < evals_to(cold, cid, best)
 
 
+def test_a_warm_run_measures_the_remembered_best_first():
+    """The favoured agent's proposals lead the generation: one worker evaluates them in order."""
+    knowledge = InMemoryKnowledge()
+    first, _ = engine(knowledge=knowledge)
+    fid = first.start(goal(seed=11))
+    first.run(fid)
+    best = max(first.store.candidates(fid), key=lambda c: c.score)
+    warm, _ = engine(knowledge=knowledge)
+    wid = warm.start(goal(seed=12))
+    warm.run(wid, max_generations=1)
+    opening = min(warm.store.candidates(wid), key=lambda c: c.id)
+    assert opening.agent == "seeded" and opening.params == best.params
+    assert sorted(warm.executor.evaluated)[0] == opening.id
+
+
 def test_a_goal_that_cannot_run_names_the_field():
     eng, _ = engine()
     with pytest.raises(GoalError, match="team: unknown agent"):

@@ -48,9 +48,9 @@ def _ratio_target(out, result, wl, shape, kind, threshold, label):
 def _bandwidth_bound(result, k, ratio):
     """For a memory-bound kernel, the most any kernel can be faster than the baseline: the
     ratio if the kernel ran at 100% of the copy bandwidth measured in the same run."""
-    pct = ((k.get("candidate") or {}).get("roofline") or {}).get("pct_of_copy_bandwidth")
-    bound_kind = ((k.get("candidate") or {}).get("roofline") or {}).get("bound")
-    if not pct or bound_kind not in (None, "memory") or ratio is None:
+    roofline = (k.get("candidate") or {}).get("roofline") or {}
+    pct = roofline.get("pct_of_copy_bandwidth")
+    if not pct or roofline.get("bound") not in (None, "memory") or ratio is None:
         return None
     return ratio / (pct / 100.0)
 

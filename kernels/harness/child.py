@@ -90,10 +90,6 @@ class Guarded:
         return bool((self.lo == GUARD_WORD).all() and (self.hi == GUARD_WORD).all())
 
 
-def digest(a: np.ndarray) -> str:
-    return input_digest(a)
-
-
 # --------------------------------------------------------------------------- isolation
 
 def isolate(plan: dict) -> list[str]:
@@ -175,7 +171,7 @@ class Case:
         self.first = {name: g.array.copy() for name, g in self.inputs.items()} if self.alt else {}
         for sets, digests in ((self.first, spec.get("input_digests", {})), (self.alt, spec.get("input_digests_b", {}))):
             for name, arr in sets.items():
-                if digest(arr) != digests[name]:
+                if input_digest(arr) != digests[name]:
                     raise RuntimeError(f"timing input {name} on disk does not match the evaluator's digest")
         self.current = "a"
         self.outputs = {name: Guarded(shape) for name, shape in spec["outputs"].items()}
@@ -211,7 +207,7 @@ class Case:
                 pristine = self.alt[name] if self.current == "b" else self.first[name]
                 same = np.array_equal(g.array.view(np.uint32), pristine.view(np.uint32))
             else:
-                same = digest(g.array) == digests[name]
+                same = input_digest(g.array) == digests[name]
             if not same:
                 problems.append(f"input {name} was modified")
             if not g.guards_intact():
@@ -257,9 +253,8 @@ def _load_baselines(timing: dict, case: Case, dims: dict, scalars: dict) -> tupl
                 continue
         mod, _, attr = b["fn"].partition(":")
         # The baselines write into the candidate's own output buffers (poisoned again before
-        # every candidate call, zeroed after every baseline call): all implementations then
-        # touch the same pages, and a ratio no longer depends on where each one's output
-        # happened to land in a virtual machine's memory.
+        # every candidate call, zeroed after every baseline call): every implementation writes
+        # the same pages, and the child holds one set of outputs instead of one per baseline.
         outs = case.outputs
         try:
             factory = getattr(import_module(mod), attr)

@@ -38,10 +38,6 @@ POISON_WORD = 0x7FC0BEEF            # quiet NaN for outputs
 MIN_GPU_CALLS = 100
 
 
-def digest(a: np.ndarray) -> str:
-    return input_digest(a)   # the evaluator's digest: one definition for every child
-
-
 class DeviceBuffer:
     """A float32 device array with NaN-pattern guard words on both sides."""
 
@@ -99,7 +95,7 @@ class DeviceCase:
     def check(self) -> list[str]:
         problems = []
         for name, buf in self.inputs.items():
-            if digest(buf.array.get()) != self.digests[name]:
+            if input_digest(buf.array.get()) != self.digests[name]:
                 problems.append(f"input {name} was modified")
             if not buf.guards_intact():
                 problems.append(f"memory around input {name} was written")

@@ -83,6 +83,12 @@ the `.html` report beside it, and this page.
   for. The swarm, Optuna and random search do not depend on the budget, so one run at the
   largest budget gives the best found at each smaller budget; Kernel Tuner's strategies do
   (population sizes, the evaluation limit), so they run once per budget.
+- **Confirmed best.** One measurement is one draw from a noisy host, and the highest of a
+  few hundred draws is an optimist. Once every searcher has run, the best points
+  (`--confirm-top`, default 6) are measured again (`--confirm-extra`, default 2 more fresh
+  evaluations each, round-robin), until the top points are all confirmed; a point's score
+  is then the median of its measurements, and every searcher's trace is rescored from
+  them. The best known and its 95% target are confirmed figures, not a lucky draw.
 - **Kernel Tuner** ({", ".join(KT_STRATEGIES)}) is driven through its own `tune_kernel`, in
   simulation mode, with its `SimulationRunner` replaced for the call by
   `bench.searchers.HarnessRunner`: Kernel Tuner builds the search space from our params
@@ -103,6 +109,14 @@ the `.html` report beside it, and this page.
 - **Evaluations to 95%** = evaluations until the best-so-far reaches 95% of the best
   score any searcher found at that shape in this run (median over seeds).
 """
+
+
+def _confirmed(s: dict) -> str:
+    c = s.get("confirmed") or {}
+    if not c.get("top"):
+        return " Scores are single measurements (no confirmation in this run)."
+    return (f" The best {c['top']} points were confirmed ({c['measurements_each']} measurements each, "
+            f"{s.get('confirmation_evaluations', 0)} extra evaluations); their scores are medians.")
 
 
 def _f(x, fmt="{:.2f}", none="—"):
@@ -195,7 +209,7 @@ def markdown(result: dict, html_name: str | None = None) -> str:
         lines += [f"### {wl} at {s['shape']}", "",
                   f"Design space: {s['space_size']:,} points; {s['distinct_points_measured']} distinct points "
                   f"measured in this run; best known {s['best_known']['score']:.3f}x "
-                  f"(`{s['best_known']['params']}`); 95% target {s['target_95pct']:.3f}x.", "",
+                  f"(`{s['best_known']['params']}`); 95% target {s['target_95pct']:.3f}x." + _confirmed(s), "",
                   "| searcher | " + " | ".join(f"budget {b}" for b in s["budgets"]) + " | evals to 95% | status |",
                   "|---|" + "---|" * (len(s["budgets"]) + 2)]
         for name, e in s["searchers"].items():

@@ -56,6 +56,8 @@ class Plan:
     gpu: bool = True
     search_workloads: list = field(default_factory=list)   # empty: every workload is searched
     gpu_only: bool = False            # the GPU section alone (bench/gpu_check.sh on a GPU host)
+    confirm_top: int = 6              # search: the best points measured again before scoring…
+    confirm_extra: int = 2            # …this many more times each (score: median)
     deadline_minutes: float = 85.0    # past this, remaining tasks are skipped (and reported)
     command: str = ""
 
@@ -159,7 +161,7 @@ def _tasks(plan: Plan) -> int:
             continue
         once = sum(1 for s in plan.searchers if not s.startswith("kt_"))
         kt = sum(len(plan.budgets) for s in plan.searchers if s.startswith("kt_"))
-        n += plan.seeds * (once + kt) + plan.sessions * len(plan.shapes[w][1])
+        n += plan.seeds * (once + kt) + (1 if plan.confirm_top else 0) + plan.sessions * len(plan.shapes[w][1])
     return n
 
 
@@ -177,6 +179,7 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
         out["searchers"][name] = {"description": searchers.SEARCHERS[name], "status": "ok", "runs": {},
                                   "best_by_budget": {}}
     table.deadline = stop_at
+    raw: dict = {}   # searcher → budget → seed → trace, scored once confirmation is done
     for seed in range(plan.seeds):
         teacher = None
         for name in order:
@@ -202,16 +205,28 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
                     entry["status"] = "partly skipped: this workload's share of the time limit was spent"
                     progress.finished()
                     continue
-                curve = best_so_far([s for _, s in trace])
+                raw.setdefault(name, {}).setdefault(budget, {})[seed] = trace
+                progress.finished()
+    table.deadline = None
+    if plan.confirm_top:
+        progress.task(f"{wname}: confirming the top {plan.confirm_top} points")
+        out["confirmation_evaluations"] = table.confirm(shape, top=plan.confirm_top, extra=plan.confirm_extra)
+        progress.finished()
+    out["confirmed"] = {"top": plan.confirm_top, "measurements_each": 1 + plan.confirm_extra}
+    for name, by_budget in raw.items():
+        entry = out["searchers"][name]
+        for budget, by_seed in by_budget.items():
+            for seed, trace in by_seed.items():
+                # Every searcher is credited with the point's confirmed score.
+                trace = [(p, table.score(shape, p, default=sc)) for p, sc in trace]
+                curve = best_so_far([sc for _, sc in trace])
                 if budget == top:
-                    entry["runs"][str(seed)] = {"trace": [[p, s] for p, s in trace], "curve": curve}
+                    entry["runs"][str(seed)] = {"trace": [[p, sc] for p, sc in trace], "curve": curve}
                 if name.startswith("kt_"):
                     entry["best_by_budget"].setdefault(str(budget), {})[str(seed)] = _at(curve, budget)
                 else:
                     for b in plan.budgets:
                         entry["best_by_budget"].setdefault(str(b), {})[str(seed)] = _at(curve, b)
-                progress.finished()
-    table.deadline = None
     best_row = table.best(shape)
     best_known = best_row["result"]["score"] if best_row else 0.0
     out["best_known"] = {"score": best_known, "params": best_row["params"] if best_row else None}

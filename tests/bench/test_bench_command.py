@@ -83,3 +83,19 @@ def test_render_rewrites_the_page_and_the_report_from_a_result_without_measuring
 def test_an_unknown_workload_is_refused():
     with pytest.raises(CommandError, match="unknown workload"):
         call_command("bench", "--workload", "nope", "--docs", "-")
+
+
+def test_the_best_points_are_confirmed_and_every_trace_is_scored_with_the_confirmed_figure(quick_bench):
+    result, _, _ = quick_bench
+    search = result["search"]["softmax"]
+    assert search["confirmed"] == {"top": 6, "measurements_each": 3}
+    rows = {json.dumps(r["params"], sort_keys=True): r for r in result["table"]["softmax"]}
+    best = rows[json.dumps(search["best_known"]["params"], sort_keys=True)]
+    assert len(best["scores"]) == 3
+    assert best["result"]["score"] == pytest.approx(sorted(best["scores"])[1])
+    for entry in search["searchers"].values():
+        for run in entry["runs"].values():
+            for params, score in run["trace"]:
+                row = rows.get(json.dumps(params, sort_keys=True))
+                if row is not None:
+                    assert score == row["result"]["score"]

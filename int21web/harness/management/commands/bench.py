@@ -47,6 +47,10 @@ class Command(BaseCommand):
         parser.add_argument("--sessions", type=int, help="harness sessions per kernel comparison")
         parser.add_argument("--min-calls", type=int, help="timed calls per implementation, kernel comparisons")
         parser.add_argument("--search-min-calls", type=int, help="timed calls per implementation, search")
+        parser.add_argument("--confirm-top", type=int,
+                            help="search: measure the best N points again before scoring (default 6; 0: off)")
+        parser.add_argument("--confirm-extra", type=int,
+                            help="search: extra measurements of each confirmed point (default 2; score: median)")
         parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out of the kernel tables")
         parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
         parser.add_argument("--gpu-only", action="store_true",
@@ -78,6 +82,7 @@ class Command(BaseCommand):
         plan = suite.Plan.make(o["quick"], workloads=names, budgets=_ints(o["budgets"]) if o["budgets"] else None,
                                seeds=o["seeds"], sessions=o["sessions"], min_calls=o["min_calls"],
                                search_min_calls=o["search_min_calls"],
+                               confirm_top=o["confirm_top"], confirm_extra=o["confirm_extra"],
                                searchers=chosen, deadline_minutes=o["deadline_minutes"],
                                search_workloads=o["search"])
         plan.compile_baseline = not o["no_compile"]
@@ -143,7 +148,9 @@ def _argv_from_options(o) -> list[str]:
         argv += ["--workload", w]
     for w in o.get("search") or []:
         argv += ["--search", w]
-    for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "search_min_calls", "deadline_minutes",
+    for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "search_min_calls",
+                "confirm_top", "confirm_extra",
+                "deadline_minutes",
                 "out", "docs"):
         if o.get(key) is not None:
             argv += ["--" + key.replace("_", "-"), str(o[key])]

@@ -16,8 +16,10 @@ class Mutator:
             return []
         while len(out) < n and tries < 100 * n:
             tries += 1
-            # Tournament: the better elites are picked more often.
-            parent = min(ctx.rng.sample(ctx.elites, min(2, len(ctx.elites))), key=lambda c: -c.score)
+            # Half the moves start from the best; the rest from a tournament (the better elites
+            # are picked more often), so a second basin is not abandoned at once.
+            parent = (ctx.elites[0] if ctx.rng.random() < 0.5 else
+                      min(ctx.rng.sample(ctx.elites, min(2, len(ctx.elites))), key=lambda c: -c.score))
             child = dict(parent.params)
             for name in ctx.rng.sample(movable, 1 if ctx.rng.random() < 0.7 else min(2, len(movable))):
                 options = neighbours(ctx.space, child, name)

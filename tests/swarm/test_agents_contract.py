@@ -74,3 +74,25 @@ def test_an_agent_that_cannot_act_says_why_and_proposes_nothing(name):
 def test_an_unknown_agent_is_a_clear_error():
     with pytest.raises(registry.UnknownAgent, match="unknown agent 'wizard'"):
         registry.get("wizard")
+
+
+def test_the_variant_agent_stops_switching_to_a_template_measured_well_below_the_best():
+    from dataclasses import replace
+    ctx = make_ctx(history_size=0)
+    ctx.natural = {"THREADS": 2, "VEC": 16}
+    opening = registry.get("variant").propose(ctx, 4)
+    assert {d.params["ALGO"] for d in opening} == {"two_pass", "online"}
+    assert all(d.params["THREADS"] == 2 and d.params["VEC"] == 16 for d in opening)   # where they would run
+    assert all("natural" in d.rationale for d in opening)
+
+    ctx = make_ctx(history_size=40)
+    agent = registry.get("variant")
+    assert agent.cannot_act(ctx) is None
+    # Every online measurement at a quarter of the best: the online template is ruled out.
+    best = max(c.score for c in ctx.history if c.params["ALGO"] == "two_pass")
+    ctx.history = [c if c.params["ALGO"] == "two_pass" else
+                   replace(c, result=replace(c.result, score=best / 4)) for c in ctx.history]
+    assert sum(c.params["ALGO"] == "online" for c in ctx.history) >= 3
+    ctx.elites = sorted([c for c in ctx.history if c.result.ok], key=lambda c: -c.score)[:6]
+    assert "well below the best" in agent.cannot_act(ctx)
+    assert agent.propose(ctx, 4) == []

@@ -130,12 +130,13 @@ def test_a_warm_run_measures_the_remembered_best_first():
     first, _ = engine(knowledge=knowledge)
     fid = first.start(goal(seed=11))
     first.run(fid)
-    best = max(first.store.candidates(fid), key=lambda c: c.score)
+    top = max(c.score for c in first.store.candidates(fid))
+    bests = [c.params for c in first.store.candidates(fid) if c.score == top]   # the landscape has ties
     warm, _ = engine(knowledge=knowledge)
     wid = warm.start(goal(seed=12))
     warm.run(wid, max_generations=1)
     opening = min(warm.store.candidates(wid), key=lambda c: c.id)
-    assert opening.agent == "seeded" and opening.params == best.params
+    assert opening.agent == "seeded" and opening.params in bests
     assert sorted(warm.executor.evaluated)[0] == opening.id
 
 

@@ -241,6 +241,16 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
         entry["median_evals_to_95pct"] = statistics.median(vals) if vals else None
         if entry["median_evals_to_95pct"] == float("inf"):
             entry["median_evals_to_95pct"] = None   # not reached within the budget (JSON has no inf)
+    # Random search's evaluations to the target, estimated from all its draws (each run is a
+    # sequence of uniform draws; three censored first-hit times say less than 150 draws do).
+    rnd = out["searchers"].get("random")
+    if rnd and rnd["runs"]:
+        draws = [sc for r in rnd["runs"].values() for _, sc in r["trace"]]
+        hits = sum(1 for sc in draws if sc >= out["target_95pct"])
+        rnd["uniform_draws"] = {"draws": len(draws), "hits": hits,
+                                "expected_evals": len(draws) / hits if hits else None,
+                                # No hit in n draws: p < 3/n at 95% confidence ("rule of three").
+                                "expected_evals_lower_bound": None if hits else len(draws) / 3}
     # Self-improvement: the warm run of seed s learned from the cold run of seed s; how many
     # evaluations each needed to reach that cold run's final best.
     cold, warm = out["searchers"].get("swarm_cold"), out["searchers"].get("swarm_warm")

@@ -26,3 +26,31 @@ def test_a_reachable_target_shows_its_bound_without_excusing_the_miss():
     row = _numpy_row(_result(6.0, 60.0))   # bound 10x: 8x is reachable, just not reached
     assert row["met"] is False and row["bound"] == 10.0
     assert "beyond" not in row["note"]
+
+
+def _search(swarm_evals, random_evals, draws, hits):
+    def entry(median, **extra):
+        return {"median_evals_to_95pct": median, "at_budget": {}, "status": "ok", **extra}
+    uniform = {"draws": draws, "hits": hits, "expected_evals": draws / hits if hits else None,
+               "expected_evals_lower_bound": None if hits else draws / 3}
+    return {"kernels": {}, "search": {"softmax": {"budgets": [25, 50], "searchers": {
+        "swarm_cold": entry(swarm_evals), "random": entry(random_evals, uniform_draws=uniform)}}}}
+
+
+def _efficiency(result):
+    return next(r for r in assess(result) if "random search's evaluations" in r["text"])
+
+
+def test_search_efficiency_uses_random_searchs_hit_rate_when_its_runs_were_cut_by_the_budget():
+    row = _efficiency(_search(20, None, draws=150, hits=2))     # random: expected 75 evaluations
+    assert row["met"] is True and abs(row["measured"] - 20 / 75) < 1e-9
+    row = _efficiency(_search(40, None, draws=150, hits=2))     # 40/75 > 1/3
+    assert row["met"] is False
+
+
+def test_a_swarm_that_merely_beats_a_censored_random_run_is_not_called_three_times_faster():
+    # No hit in 150 draws: random needs more than 50 evaluations (95%), nothing more is known.
+    row = _efficiency(_search(43, None, draws=150, hits=0))
+    assert row["met"] is False and "more than 50" in row["note"]
+    assert _efficiency(_search(15, None, draws=150, hits=0))["met"] is True
+    assert _efficiency(_search(30, 60, draws=150, hits=3))["met"] is False   # both reached: their ratio

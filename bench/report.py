@@ -47,8 +47,9 @@ kernel comparisons / search measurements), `--no-compile` (leave out torch.compi
 `--no-gpu`, `--gpu-only` (or `python -m bench.gpu`, which needs no Django),
 `--deadline-minutes M` (tasks past it are skipped and reported), `--out DIR` (default
 `bench/results`), `--docs PATH` (default `docs/benchmarks.md`; `--docs -` writes none),
-`--json` (print the result on stdout), `--render RESULT.json` (measure nothing: rewrite the
-HTML report and this page from an earlier result). A progress bar runs on stderr. Outputs:
+`--json` (print the result on stdout), `--render RESULT.json` (measure nothing: assess the
+targets of an earlier result again with the current rules, and rewrite it, its HTML report
+and this page), `--confirm-top N` / `--confirm-extra N` (below). A progress bar runs on stderr. Outputs:
 `bench/results/<date>-<host>[-quick].json` (everything, including every measured point),
 the `.html` report beside it, and this page.
 

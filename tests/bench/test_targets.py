@@ -54,3 +54,25 @@ def test_a_swarm_that_merely_beats_a_censored_random_run_is_not_called_three_tim
     assert row["met"] is False and "more than 50" in row["note"]
     assert _efficiency(_search(15, None, draws=150, hits=0))["met"] is True
     assert _efficiency(_search(30, 60, draws=150, hits=3))["met"] is False   # both reached: their ratio
+
+
+def _self_improvement(rows):
+    result = {"kernels": {}, "search": {"kda": {"budgets": [25, 50], "searchers": {},
+                                                "self_improvement": rows}}}
+    return next(r for r in assess(result) if "with lessons" in r["text"])
+
+
+def test_self_improvement_leaves_out_seeds_whose_cold_run_found_its_best_at_once_and_says_so():
+    rows = [{"warm_evals": 2, "cold_evals": 2}, {"warm_evals": 3, "cold_evals": 20},
+            {"warm_evals": 1, "cold_evals": 30}]
+    row = _self_improvement(rows)
+    assert row["met"] is True and row["measured"] == (3 / 20 + 1 / 30) / 2
+    assert "1 seed(s) not counted" in row["note"]
+    assert _self_improvement([{"warm_evals": 2, "cold_evals": 3}])["met"] is None   # nothing to assess
+
+
+def test_a_warm_run_that_never_got_there_counts_against_it():
+    rows = [{"warm_evals": None, "cold_evals": 20}, {"warm_evals": None, "cold_evals": 30},
+            {"warm_evals": 1, "cold_evals": 30}]
+    row = _self_improvement(rows)
+    assert row["met"] is False and row["measured"] is None

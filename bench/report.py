@@ -251,9 +251,13 @@ def honest_account(result: dict) -> list[str]:
         real = [x for x in t["behind"] if not x["within_noise"]]
         scores = sorted((r["result"]["score"] for r in rows), reverse=True)
         if len(scores) >= 2 and scores[1] < 0.95 * scores[0]:
+            top = max(rows, key=lambda r: r["result"]["score"])
+            n = len(top.get("scores") or [1])
             text += (f" The best-known point ({scores[0]:.3f}x) stands {100 * (scores[0] / scores[1] - 1):.0f}% "
-                     f"above the next best ({scores[1]:.3f}x): one measurement, possibly a lucky one on a noisy "
-                     "host, which makes \"95% of the best\" a hard line here.")
+                     f"above the next best ({scores[1]:.3f}x)"
+                     + (f" (the median of {n} measurements: {', '.join(f'{x:.2f}' for x in top['scores'])}x)"
+                        if n > 1 else ": one measurement, possibly a lucky one on a noisy host")
+                     + ", which makes \"95% of the best\" a hard line here.")
         if real and rows:
             p = good / len(rows)
             small = min(x["budget"] for x in real)

@@ -37,11 +37,18 @@ def _ratio_target(out, result, wl, shape, kind, threshold, label):
         row["note"] = f"vs {b['name']}, sessions range {b['ratio_min']:.2f}–{b['ratio_max']:.2f}x"
         bound = _bandwidth_bound(result, k, b["ratio_median"])
         if bound is not None:
+            pct = k["candidate"]["roofline"]["pct_of_copy_bandwidth"]
             row["bound"] = bound
             row["note"] += (f"; roofline bound {bound:.2f}x (the baseline's time over the time to move the "
-                            f"kernel's bytes at the copy bandwidth measured in this run)")
+                            f"kernel's bytes at the copy bandwidth measured in this run")
+            if pct >= 100:
+                row["note"] += (f"; this kernel moved them at {pct:.0f}% of that rate, so the host had at least "
+                                f"that much in its session and the kernel's own ratio is the bound")
+            row["note"] += ")"
             if bound < threshold:
-                row["note"] += f": {threshold:g}x is beyond this host's memory system"
+                need = threshold / b["ratio_median"] * pct
+                row["note"] += (f": {threshold:g}x is beyond this host's memory system (it would take "
+                                f"{need:.0f}% of the copy bandwidth measured in this run)")
     out.append(row)
 
 
@@ -52,7 +59,8 @@ def _bandwidth_bound(result, k, ratio):
     pct = roofline.get("pct_of_copy_bandwidth")
     if not pct or roofline.get("bound") not in (None, "memory") or ratio is None:
         return None
-    return ratio / (pct / 100.0)
+    # A kernel past 100% (the probe read a slow moment of the host) is its own bound.
+    return ratio / (min(pct, 100.0) / 100.0)
 
 
 def _bandwidth_target(out, result, wl, shape, threshold_pct):

@@ -76,3 +76,10 @@ def test_a_warm_run_that_never_got_there_counts_against_it():
             {"warm_evals": 1, "cold_evals": 30}]
     row = _self_improvement(rows)
     assert row["met"] is False and row["measured"] is None
+
+
+def test_a_kernel_faster_than_the_copy_probe_is_its_own_bound_and_the_note_says_what_8x_would_take():
+    row = _numpy_row(_result(4.0, 115.0))    # the probe caught a slow moment of the host
+    assert row["bound"] == 4.0 and row["met"] is False
+    assert "own ratio is the bound" in row["note"]
+    assert "it would take 230% of the copy bandwidth" in row["note"]

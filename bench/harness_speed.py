@@ -10,6 +10,10 @@ stable its speedup figures are.
    and the cold first evaluation separately.
 2. The ratio-of-medians speedup of that same kernel over each baseline, from each of
    those runs: the spread (max - min) / median says how far one figure can be trusted.
+3. Why a spread is what it is: each run keeps every implementation's own median, and the
+   host's STREAM copy bandwidth is probed right after each run (``--no-probe`` skips it).
+   A memory-bound kernel and a compute-bound baseline answer a drift of the host's memory
+   bandwidth differently, so their ratio moves with it; the probe shows whether it did.
 
 Writes bench/results/harness-<date>-<host>.json and prints a table.
 """
@@ -27,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from kernels import workloads  # noqa: E402
 from kernels.harness.evaluator import EvalSettings, Evaluator  # noqa: E402
+from kernels.harness.roofline import measure_host  # noqa: E402
 from kernels.targets.cpu import cpu_fingerprint  # noqa: E402
 
 
@@ -34,6 +39,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--shape", default="4096x4096")
+    ap.add_argument("--no-probe", action="store_true", help="do not probe copy bandwidth after each run")
     ap.add_argument("--param", action="append", default=["ALGO=two_pass", "THREADS=2", "VEC=16"])
     args = ap.parse_args()
     wl = workloads.get("softmax")
@@ -44,6 +50,7 @@ def main():
         params[k] = int(v) if v.lstrip("-").isdigit() else v
     source = wl.template("cpu").source(params.get("ALGO", "two_pass"))
     ev = Evaluator(EvalSettings(timing_shape=shape))
+    fp = cpu_fingerprint()
 
     def once(i):
         src = source + f"\n/* bench run {i} {time.time_ns()} */\n"
@@ -60,11 +67,18 @@ def main():
         if out.status != "ok":
             raise SystemExit(f"run {i}: {out.status}: {out.reason}")
         stages = {s.name: round(s.seconds, 3) for s in out.stages}
+        medians = {name: t["median_ms"] for name, t in out.timings.items()}
+        copy = None if args.no_probe else measure_host(fp).get("copy_gbs")
         runs.append({"seconds": secs, "speedup": out.speedup, "stages": stages,
-                     "candidate_median_ms": out.median_ms})
+                     "candidate_median_ms": out.median_ms, "median_ms": medians, "copy_gbs_after": copy})
         ratios = "  ".join(f"{k} {v:.2f}x" for k, v in out.speedup.items())
-        print(f"  run {i}: {secs:.2f} s   {ratios}   stages {stages}", flush=True)
+        ms = "  ".join(f"{k} {v:.2f}" for k, v in medians.items())
+        print(f"  run {i}: {secs:.2f} s   {ratios}   medians ms: {ms}"
+              + (f"   copy {copy:.1f} GB/s" if copy else ""), flush=True)
     times = [r["seconds"] for r in runs]
+    drift = {name: {"min": min(r["median_ms"][name] for r in runs), "max": max(r["median_ms"][name] for r in runs)}
+             for name in runs[0]["median_ms"]}
+    copies = [r["copy_gbs_after"] for r in runs if r["copy_gbs_after"]]
     spread = {}
     for name in runs[0]["speedup"]:
         vals = [r["speedup"][name] for r in runs]
@@ -80,6 +94,8 @@ def main():
         "cold_seconds": cold_s,
         "evaluation_seconds": {"median": statistics.median(times), "min": min(times), "max": max(times)},
         "speedup_spread": spread,
+        "median_ms_range": drift,
+        "copy_gbs_after_runs": {"min": min(copies), "max": max(copies)} if copies else None,
         "runs": runs,
         "targets": {"median_evaluation_s_max": 3.0, "speedup_spread_pct_max": 10.0},
     }
@@ -88,6 +104,11 @@ def main():
     for name, s in spread.items():
         print(f"Speedup vs {name}: median {s['median']:.2f}x, range {s['min']:.2f}-{s['max']:.2f}x, "
               f"spread {s['spread_pct']:.1f}% (target <= 10%)")
+    for name, d in drift.items():
+        print(f"  {name}: median {d['min']:.2f}-{d['max']:.2f} ms across runs "
+              f"({100 * (d['max'] - d['min']) / d['min']:.0f}% drift)")
+    if copies:
+        print(f"  host copy bandwidth after each run: {min(copies):.1f}-{max(copies):.1f} GB/s")
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"harness-{datetime.date.today()}-{platform.node() or 'host'}.json"

@@ -18,6 +18,9 @@ class Tuner:
             import optuna  # noqa: F401
         except ImportError:
             return "optuna is not installed"
+        if not ctx.history:
+            # TPE with no observations samples at random; the explorer's first deal does better.
+            return "nothing measured yet to model (the explorer samples first)"
         return None
 
     def _distributions(self, ctx: Context):

@@ -96,3 +96,9 @@ def test_the_variant_agent_stops_switching_to_a_template_measured_well_below_the
     ctx.elites = sorted([c for c in ctx.history if c.result.ok], key=lambda c: -c.score)[:6]
     assert "well below the best" in agent.cannot_act(ctx)
     assert agent.propose(ctx, 4) == []
+
+
+def test_the_tuner_leaves_the_first_generation_to_the_explorer():
+    ctx = make_ctx(history_size=0)
+    assert "nothing measured yet" in registry.get("tuner").cannot_act(ctx)
+    assert registry.get("tuner").cannot_act(make_ctx(history_size=12)) is None

@@ -89,7 +89,7 @@ def main():
         "benchmark": "harness_speed",
         "command": "python bench/harness_speed.py " + " ".join(sys.argv[1:]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": cpu_fingerprint(),
+        "host": fp,
         "shape": shape.label(), "params": params,
         "cold_seconds": cold_s,
         "evaluation_seconds": {"median": statistics.median(times), "min": min(times), "max": max(times)},

@@ -27,25 +27,20 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import searchers  # noqa: E402
-from bench.measure import best_so_far, evals_to  # noqa: E402
+from bench.measure import Table, best_so_far, evals_to  # noqa: E402
 from swarm.knowledge import InMemoryKnowledge  # noqa: E402
 from swarm.types import Result  # noqa: E402
 
 
-class ReplayTable:
+class ReplayTable(Table):
     """The :class:`bench.measure.Table` seam, answered from a stored table."""
 
     def __init__(self, workload: str, shape: str, rows: list[dict]):
-        self.workload, self.shape = workload, shape
+        super().__init__(workload, min_calls=0, log=None)
         self.rows = {self.key(shape, r["params"]): r for r in rows if r["shape"] == shape}
         if not self.rows:
             raise SystemExit(f"{workload}: no measured points at {shape} in this result")
         self.measured = list(self.rows.values())
-        self.min_calls, self.deadline = 0, None
-
-    @staticmethod
-    def key(shape: str, params: dict) -> str:
-        return shape + "|" + json.dumps(params, sort_keys=True)
 
     def measure(self, shape: str, source: str, params: dict) -> Result:
         k = self.key(shape, params)
@@ -58,18 +53,14 @@ class ReplayTable:
             self.rows[k] = {"shape": shape, "params": params, "result": result}
         return Result(**self.rows[k]["result"])
 
-    def score(self, shape: str, params: dict, default: float = 0.0) -> float:
-        row = self.rows.get(self.key(shape, params))
-        return row["result"]["score"] if row else default
-
-    def best(self) -> float:
+    def best_score(self) -> float:
         return max(r["result"]["score"] for r in self.measured)
 
 
 def replay(result: dict, workload: str, searcher: str, seeds: int, budget: int) -> dict:
     shape = result["search"][workload]["shape"]
     rows = result["table"][workload]
-    best = ReplayTable(workload, shape, rows).best()
+    best = ReplayTable(workload, shape, rows).best_score()
     e95, shares = [], {16: [], 25: [], budget: []}
     for seed in range(seeds):
         table = ReplayTable(workload, shape, rows)
@@ -82,11 +73,10 @@ def replay(result: dict, workload: str, searcher: str, seeds: int, budget: int) 
         e95.append(evals_to(curve, 0.95 * best))
         for at in shares:
             shares[at].append(curve[min(at, len(curve)) - 1] / best if curve else 0.0)
-    reached = sorted(e for e in e95 if e is not None)
     return {"workload": workload, "shape": shape, "searcher": searcher, "best": best,
             "share_of_best": {at: statistics.mean(v) for at, v in shares.items()},
             "median_evals_to_95pct": statistics.median([e if e is not None else float("inf") for e in e95]),
-            "never": len(e95) - len(reached)}
+            "never": e95.count(None)}
 
 
 def main(argv=None) -> int:

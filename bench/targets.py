@@ -80,11 +80,6 @@ def _bandwidth_target(out, result, wl, shape, threshold_pct):
     out.append(row)
 
 
-def _median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
 def assess(result: dict) -> list[dict]:
     out: list[dict] = []
     for wl in ("softmax", "rmsnorm"):

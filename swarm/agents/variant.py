@@ -75,9 +75,11 @@ class Variant:
                 else:
                     continue
             if ctx.fresh(child) and child not in [d.params for d in out]:
-                why = (f"{vp} {parent.params[vp]}→{v} on #{parent.id} ({parent.score:.2f}x)" if parent
-                       else f"the {v} template" + (" at this host's natural " + " ".join(
-                           f"{k}={child[k]}" for k in natural) if all(child.get(k) == x for k, x in natural.items())
-                           and natural else " with its defaults"))
+                if parent:
+                    why = f"{vp} {parent.params[vp]}→{v} on #{parent.id} ({parent.score:.2f}x)"
+                elif natural and all(child.get(k) == x for k, x in natural.items()):
+                    why = f"the {v} template at this host's natural " + " ".join(f"{k}={x}" for k, x in natural.items())
+                else:
+                    why = f"the {v} template with its defaults"
                 out.append(CandidateDraft(child, self.name, why, parents=[parent.id] if parent else []))
         return out

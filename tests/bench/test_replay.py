@@ -33,7 +33,7 @@ def test_a_replay_answers_from_the_table_and_fills_unmeasured_points_from_their_
     far = dict(known["params"], PF=1 - known["params"]["PF"])
     if table.key("32x256", far) not in table.rows:
         filled = table.measure("32x256", "", far).score
-        assert min(r["result"]["score"] for r in result["table"]["softmax"]) <= filled <= table.best()
+        assert min(r["result"]["score"] for r in result["table"]["softmax"]) <= filled <= table.best_score()
 
 
 def test_the_swarm_and_random_search_replay_and_report_their_share_of_the_best(tmp_path, capsys):

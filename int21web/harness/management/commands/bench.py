@@ -152,10 +152,8 @@ def _argv_from_options(o) -> list[str]:
         argv += ["--workload", w]
     for w in o.get("search") or []:
         argv += ["--search", w]
-    for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "search_min_calls",
-                "confirm_top", "confirm_extra",
-                "deadline_minutes",
-                "out", "docs"):
+    for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "search_min_calls", "confirm_top",
+                "confirm_extra", "deadline_minutes", "out", "docs"):
         if o.get(key) is not None:
             argv += ["--" + key.replace("_", "-"), str(o[key])]
     for s in o.get("shape") or []:

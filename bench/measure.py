@@ -82,21 +82,37 @@ class Table:
                 break
             for r in todo:
                 r.setdefault("scores", [r["result"]["score"]])
-            wl = workloads.get(self.workload)
-            ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(shape), min_calls=self.min_calls))
             for _ in range(extra):
                 for r in todo:
-                    out = ev.evaluate(self.sources[self.key(shape, r["params"])], r["params"], wl, "cpu")
-                    self.evaluator_calls += 1
-                    done += 1
-                    again = Result.from_outcome(out)
-                    # A point that fails on a later measurement scores 0 there: a kernel that is
-                    # correct only sometimes is not a best.
-                    r["scores"].append(again.score if again.ok else 0.0)
-                    self.log(f"    confirmed {shape} {r['params']} → {r['scores'][-1]:.2f}x", flush=True)
-            for r in todo:
-                r["result"]["score"] = statistics.median(r["scores"])
+                    if len(r["scores"]) < 1 + extra:
+                        self._again(r)
+                        done += 1
         return done
+
+    def remeasure(self, shape: str, params: dict, round: int) -> float | None:
+        """The point's measurement number ``round + 1`` (a swarm run confirming its best few),
+        taken fresh if the table does not have it yet, shared like every measurement. None
+        past the deadline."""
+        r = self.rows[self.key(shape, params)]
+        r.setdefault("scores", [r["result"]["score"]])
+        while len(r["scores"]) <= round:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                return None
+            self._again(r)
+        return r["scores"][round]
+
+    def _again(self, r: dict) -> None:
+        """One more fresh evaluation of a row; its score becomes the median of its measurements."""
+        wl = workloads.get(self.workload)
+        ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(r["shape"]), min_calls=self.min_calls))
+        out = ev.evaluate(self.sources[self.key(r["shape"], r["params"])], r["params"], wl, "cpu")
+        self.evaluator_calls += 1
+        again = Result.from_outcome(out)
+        # A point that fails on a later measurement scores 0 there: a kernel that is correct
+        # only sometimes is not a best.
+        r["scores"].append(again.score if again.ok else 0.0)
+        r["result"]["score"] = statistics.median(r["scores"])
+        self.log(f"    confirmed {r['shape']} {r['params']} → {r['scores'][-1]:.2f}x", flush=True)
 
     def best(self, shape: str) -> dict | None:
         rows = [r for r in self.rows.values() if r["shape"] == shape]
@@ -117,6 +133,13 @@ class TableExecutor:
         shape = goal.shapes[0]
         for c in candidates:
             yield c.id, self.table.measure(shape, c.source, c.params), None
+
+    def remeasure(self, goal, candidates, round):
+        shape = goal.shapes[0]
+        for c in candidates:
+            score = self.table.remeasure(shape, c.params, round)
+            if score is not None:
+                yield c.id, Result(status="ok", reason="re-measured", score=score)
 
 
 def best_so_far(scores):

@@ -209,6 +209,7 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False   # evaluatio
 # Delivery and orchestration (runs.delivery, runs.lease, fleet): seconds.
 INT21_EVAL_HEARTBEAT_SECONDS = env_float("INT21_EVAL_HEARTBEAT", 5.0)     # an evaluating process beats
 INT21_EVAL_STALE_SECONDS = env_float("INT21_EVAL_STALE", 30.0)           # then its attempt is re-queued
+INT21_REMEASURE_TIMEOUT_SECONDS = env_float("INT21_REMEASURE_TIMEOUT", 300.0)  # a confirming round waits this long
 INT21_DRIVE_LEASE_SECONDS = env_float("INT21_DRIVE_LEASE", 60.0)         # a dead driver's run is free after
 INT21_DRIVE_SLICE_SECONDS = env_float("INT21_DRIVE_SLICE", 600.0)        # a drive_run hands over after
 INT21_RECOVER_SECONDS = env_float("INT21_RECOVER_EVERY", 30.0)           # orchestrate workers look for undriven runs

@@ -67,13 +67,24 @@ class RunStore(Protocol):
     def remember_result(self, cache_key: str, result: Result) -> None: ...
     def save_generation(self, run_id: int, index: int, allocation: dict, summary: dict) -> None: ...
     def guidance_after(self, run_id: int, after_id: int) -> list[tuple[int, dict, str]]: ...
+    def record_confirmation(self, candidate_id: int, measurements: list[float]) -> Result: ...
 
 
 class Executor(Protocol):
     """Evaluates candidates and yields ``(candidate_id, Result, outcome_json)`` as each
-    finishes, in any order. It MUST NOT raise for a bad candidate (that is a Result)."""
+    finishes, in any order. It MUST NOT raise for a bad candidate (that is a Result).
+
+    An executor that can also *re-measure* has ``remeasure(goal, candidates, round)``,
+    yielding ``(candidate_id, Result)`` from a fresh evaluation of each (round 1, 2, …; the
+    same round asked twice may answer from the first); a candidate it could not re-measure
+    in time is left out. The engine uses it to confirm a run's best few before it ends."""
 
     def evaluate(self, goal: Goal, candidates: list[Candidate]) -> Iterable[tuple[int, Result, dict | None]]: ...
+
+
+# A run's best few are measured this many more times before it ends (see Engine._confirm).
+CONFIRM_EXTRA = 2
+CONFIRM_PASSES = 4
 
 
 class GoalError(ValueError):
@@ -359,17 +370,52 @@ class Engine:
         return None
 
     def _finish(self, run: RunRecord, evaluated: list[Candidate], reason: str) -> None:
+        evaluated, confirmations = self._confirm(run, evaluated)
         self._distil(run, evaluated)
+        best = max((c for c in evaluated if c.result.ok), key=lambda c: c.score, default=None)
         run = self.store.load_run(run.id)
         run.finish_reason = reason
+        run.best_id = best.id if best else None
         self.store.save_run(run)
         if not self.store.transition(run.id, ("running", "paused"), "finished"):
             return
-        best = max((c for c in evaluated if c.result.ok), key=lambda c: c.score, default=None)
-        self._emit(run.id, "run_finished", reason=reason, evaluations=len(evaluated),
+        self._emit(run.id, "run_finished", reason=reason, evaluations=len(evaluated), confirmations=confirmations,
                    best=None if best is None else {"candidate_id": best.id, "score": best.score,
                                                    "params": best.params, "speedup": best.result.speedup,
                                                    "median_ms": best.result.median_ms})
+
+    def _confirm(self, run: RunRecord, evaluated: list[Candidate]) -> tuple[list[Candidate], int]:
+        """Before a run ends, its best few (``goal.confirm_top``) are measured again in fresh
+        evaluations (``CONFIRM_EXTRA`` more each, round-robin so a slow phase of the host is
+        shared out) and each is scored by the median of its measurements. One measurement is
+        one draw from a noisy host, and the highest of a run's draws is an optimist: without
+        this, the run's best, and the lesson the next run starts from, is often a lucky draw.
+        Further passes (at most ``CONFIRM_PASSES``) confirm single-measurement candidates that
+        an earlier pass lifted into the top. Returns the history as it now stands and the
+        number of re-measurements."""
+        remeasure = getattr(self.executor, "remeasure", None)
+        top_n = max(0, run.goal.confirm_top)
+        done = 0
+        for _ in range(CONFIRM_PASSES if remeasure and top_n else 0):
+            top = sorted((c for c in evaluated if c.result.ok), key=lambda c: -c.score)[:top_n]
+            todo = [c for c in top if not c.result.measurements]
+            if not todo:
+                break
+            scores = {c.id: [c.result.score] for c in todo}
+            for rnd in range(1, CONFIRM_EXTRA + 1):
+                for cid, result in remeasure(run.goal, todo, rnd):
+                    if cid in scores:
+                        # Failing a later measurement scores 0 there: a kernel that is correct
+                        # only sometimes is not a best.
+                        scores[cid].append(result.score if result.ok else 0.0)
+                        done += 1
+            for c in todo:
+                confirmed = self.store.record_confirmation(c.id, scores[c.id])
+                self.store.remember_result(self._cache_key(run.goal, c), confirmed)
+                self._emit(run.id, "candidate_confirmed", candidate_id=c.id, measurements=scores[c.id],
+                           score=confirmed.score, first=scores[c.id][0])
+            evaluated = [c for c in self.store.candidates(run.id) if c.result is not None]
+        return evaluated, done
 
     def _distil(self, run: RunRecord, evaluated: list[Candidate]) -> None:
         goal = run.goal

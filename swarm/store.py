@@ -58,6 +58,11 @@ class InMemoryStore:
         self.outcomes[candidate_id] = outcome
         return True
 
+    def record_confirmation(self, candidate_id, measurements):
+        c = self.cands[candidate_id]
+        c.result = c.result.confirmed(measurements)
+        return copy.deepcopy(c.result)
+
     def outcome(self, candidate_id):
         return copy.deepcopy(self.outcomes.get(candidate_id))
 

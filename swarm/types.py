@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import statistics
 from dataclasses import asdict, dataclass, field
 
 
@@ -38,6 +39,7 @@ class Goal:
     held_out: list[str] = field(default_factory=list)      # checked for correctness, never searched on
     tolerance: dict | None = None                          # overrides the workload's: atol/rtol/rel_rmse
     space: dict | None = None                              # the engineer's design space (swarm.space)
+    confirm_top: int = 3                                   # best few re-measured before the run ends
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -84,10 +86,18 @@ class Result:
     speedup: dict = field(default_factory=dict)
     stages: list = field(default_factory=list)   # [{name, status, seconds}]
     cached: bool = False
+    # Every score measured for the candidate, once it was confirmed (re-measured in fresh
+    # evaluations); ``score`` is then their median. Empty: measured once.
+    measurements: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def confirmed(self, measurements: list[float]) -> "Result":
+        """This result once re-measured: every measurement kept, scored by their median."""
+        return Result(**{**asdict(self), "measurements": list(measurements),
+                         "score": statistics.median(measurements)})
 
     def to_json(self) -> dict:
         return asdict(self)

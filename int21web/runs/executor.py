@@ -95,10 +95,51 @@ class CeleryExecutor:
                         unsent |= unclaimed
                         empty_checks = 0
                 epoch = now_epoch or epoch
-            if settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-                delivery.news_wait(run_id, min(self.news_seconds, max(0.0, next_check - time.monotonic())) or 0.01)
-            else:
-                time.sleep(self.poll_seconds)
+            self._wait(run_id, min(self.news_seconds, max(0.0, next_check - time.monotonic())) or 0.01)
+
+    def remeasure(self, goal: Goal, candidates, round: int):
+        """Fresh measurements of judged candidates (the run confirming its best few): one task
+        per candidate on the target's queue, results read back from ``Remeasurement`` rows. A
+        round already measured answers from its row; one not back within
+        ``INT21_REMEASURE_TIMEOUT_SECONDS`` is left out (the run goes on without it)."""
+        from int21web.runs.tasks import remeasure_candidate
+        if not candidates:
+            return
+        queue = f"target.{goal.target}"
+        ids = [c.id for c in candidates]
+        asked = set(m.Remeasurement.objects.filter(candidate_id__in=ids, round=round).values_list(
+            "candidate_id", flat=True))
+
+        def send():
+            for cid in ids:
+                if cid in asked:
+                    continue
+                try:
+                    remeasure_candidate.apply_async((cid, round), queue=queue, retry=True,
+                                                    retry_policy={"max_retries": 1, "interval_start": 0.2})
+                except Exception as exc:   # the broker is down: this round goes without it
+                    log.warning("could not queue a re-measurement of candidate %s: %s", cid, exc)
+        transaction.on_commit(send)
+        waiting = set(ids)
+        deadline = time.monotonic() + settings.INT21_REMEASURE_TIMEOUT_SECONDS
+        while waiting:
+            for row in m.Remeasurement.objects.filter(candidate_id__in=waiting, round=round, finished_at__isnull=False):
+                waiting.discard(row.candidate_id)
+                yield row.candidate_id, result_from(row.result)
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                log.warning("re-measurement round %s: no answer for candidates %s in %g s; going on without",
+                            round, sorted(waiting), settings.INT21_REMEASURE_TIMEOUT_SECONDS)
+                return
+            self._wait(candidates[0].run_id, self.news_seconds)
+
+    def _wait(self, run_id: int, seconds: float) -> None:
+        """Until a worker of the run says it finished something (Redis), or a short poll."""
+        if settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+            delivery.news_wait(run_id, seconds)
+        else:
+            time.sleep(self.poll_seconds)
 
     def _publish(self, unsent: set, attempts: dict, queue: str) -> None:
         from int21web.runs.tasks import evaluate_candidate

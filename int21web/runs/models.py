@@ -107,6 +107,25 @@ class Evaluation(models.Model):
         constraints = [models.UniqueConstraint(fields=["candidate", "attempt"], name="one_row_per_attempt")]
 
 
+class Remeasurement(models.Model):
+    """A fresh measurement of a candidate already judged: a run confirms its best few before it
+    ends (``swarm.generation.Engine._confirm``). The row is the claim, as for ``Evaluation``: a
+    second delivery of the same round finds it and does nothing. A round whose worker vanished
+    is not retried; the run waits ``INT21_REMEASURE_TIMEOUT_SECONDS`` and goes on without it."""
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="remeasurements")
+    round = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=24, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["candidate", "round"], name="one_row_per_remeasure_round")]
+
+
 class ResultCache(models.Model):
     """Outcomes reused across runs on the same target fingerprint and settings."""
 

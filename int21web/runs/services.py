@@ -8,7 +8,8 @@ import socket
 import time
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.db.models import Q
 from django.db.models.functions import Now
 
@@ -206,6 +207,29 @@ def guidance_post(*, run_id: int, directive: dict, author=None, author_name: str
     directive = validate(directive, space, goal.team)
     return m.Guidance.objects.create(run=run, directive=directive, author=author,
                                      author_name=author_name or (author.username if author else ""))
+
+
+def candidate_remeasure(*, candidate_id: int, round: int, worker: str = "") -> bool:
+    """Measure a judged candidate again in a fresh sandboxed evaluation (``Remeasurement``).
+    Safe to deliver twice: the round's row is the claim. Returns whether this call measured."""
+    from int21web.runs import delivery
+    try:
+        with transaction.atomic():
+            row = m.Remeasurement.objects.create(candidate_id=candidate_id, round=round,
+                                                 worker=(worker or f"{socket.gethostname()}:{os.getpid()}")[:200])
+    except IntegrityError:
+        return False
+    cand = m.Candidate.objects.select_related("run").get(pk=candidate_id)
+    goal = goal_from(cand.run.spec)
+    try:
+        outcome = Evaluator(eval_settings(goal)).evaluate(cand.source, cand.params, goal.workload, goal.target)
+        result = Result.from_outcome(outcome, goal.metric)
+    except delivery.TimeLimit:
+        result = Result(status="timeout", reason="the re-measurement ran past the task's time limit")
+    m.Remeasurement.objects.filter(pk=row.pk).update(status=result.status, score=result.score,
+                                                     result=result.to_json(), finished_at=timezone.now())
+    delivery.news_post(cand.run_id)
+    return True
 
 
 def candidate_evaluate(*, candidate_id: int, attempt: int = 1, worker: str = "") -> bool:

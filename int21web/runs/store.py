@@ -91,6 +91,14 @@ class DjangoStore:
                               "finished_at": timezone.now()})
         return bool(done)
 
+    def record_confirmation(self, candidate_id, measurements):
+        with transaction.atomic():
+            row = m.Candidate.objects.select_for_update().get(pk=candidate_id)
+            result = result_from(row.result).confirmed(measurements)
+            row.result, row.score = result.to_json(), result.score
+            row.save(update_fields=["result", "score"])
+        return result
+
     def outcome(self, candidate_id):
         ev = (m.Evaluation.objects.filter(candidate_id=candidate_id, finished_at__isnull=False)
               .order_by("-attempt").first())

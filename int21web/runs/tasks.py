@@ -12,6 +12,12 @@ def evaluate_candidate(self, candidate_id: int, attempt: int = 1) -> None:
     services.candidate_evaluate(candidate_id=candidate_id, attempt=attempt, worker=self.request.hostname or "")
 
 
+@shared_task(name="runs.remeasure_candidate", acks_late=True, reject_on_worker_lost=True)
+def remeasure_candidate(candidate_id: int, round: int) -> None:
+    """A fresh measurement of a judged candidate (a run confirming its best), on its target's queue."""
+    services.candidate_remeasure(candidate_id=candidate_id, round=round)
+
+
 @shared_task(name="runs.drive_run", acks_late=True, reject_on_worker_lost=True)
 def drive_run(run_id: int) -> None:
     """Runs on the orchestrate queue: generations until the run finishes or is paused, or the

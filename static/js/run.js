@@ -45,7 +45,6 @@
     run_started: function (d) { setState("running"); activity("run started with " + d.team.join(", ")); },
     run_paused: function (d) { setState("paused"); activity(d.reason); },
     run_resumed: function (d) { setState("running"); activity(d.reason); },
-    run_finished: function (d) { setState("finished"); text("run-reason", "— " + d.reason); activity("finished: " + d.reason); },
     generation_started: function (d) {
       gen(d.generation); S.agents[d.generation] = d.allocation; dirty = true;
       activity("generation " + d.generation + " started");
@@ -74,6 +73,15 @@
       text("run-progress", S.evaluated + "/" + budget + " evaluations");
       document.getElementById("run-progress-bar").style.width = Math.min(100, 100 * S.evaluated / budget) + "%";
       dirty = true;
+    },
+    candidate_confirmed: function (d) {
+      var tr = S.rows[d.candidate_id];
+      if (tr) { tr.children[6].textContent = fmt(d.score, 2) + "×"; tr.children[6].title = "median of " + d.measurements.length + " measurements: " + d.measurements.map(function (x) { return fmt(x, 2); }).join(", "); }
+      activity("confirmed #" + d.candidate_id + ": " + d.measurements.map(function (x) { return fmt(x, 2); }).join(", ") + " → median " + fmt(d.score, 2) + "×");
+    },
+    run_finished: function (d) {
+      setState("finished"); text("run-reason", "— " + d.reason); activity("finished: " + d.reason);
+      if (d.best) text("run-best", fmt(d.best.score, 2) + "×");
     },
     new_best: function (d) { text("run-best", fmt(d.score, 2) + "×"); activity("new best #" + d.candidate_id + ": " + fmt(d.score, 2) + "×"); },
     guidance_applied: function (d) {

@@ -35,3 +35,32 @@ class FakeExecutor:
                 raise KeyboardInterrupt("simulated crash of the process running the run")
             self.evaluated.append(c.id)
             yield c.id, landscape(c.params), None
+
+
+class NoisyExecutor(FakeExecutor):
+    """The synthetic landscape measured on a noisy host: a candidate's first measurement is
+    up to 1.6x optimistic (a deterministic draw per parameter set); re-measurements are true."""
+
+    def __init__(self):
+        super().__init__()
+        self.remeasured: list[tuple[int, int]] = []   # (candidate id, round)
+
+    @staticmethod
+    def luck(params: dict) -> float:
+        import hashlib
+        import json
+        h = int(hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:8], 16)
+        return 1.0 + 0.6 * (h % 1000) / 1000
+
+    def evaluate(self, goal, candidates):
+        for c in candidates:
+            self.evaluated.append(c.id)
+            r = landscape(c.params)
+            if r.ok:
+                r.score *= self.luck(c.params)
+            yield c.id, r, None
+
+    def remeasure(self, goal, candidates, round):
+        for c in candidates:
+            self.remeasured.append((c.id, round))
+            yield c.id, landscape(c.params)

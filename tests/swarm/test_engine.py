@@ -150,3 +150,45 @@ def test_a_goal_that_cannot_run_names_the_field():
         eng.start(goal(pins={"VEC": 3}))
     with pytest.raises(GoalError, match="unknown workload"):
         eng.start(Goal(workload="nope"))
+
+
+def test_a_run_confirms_its_best_few_and_its_best_and_lessons_are_the_confirmed_ones():
+    from swarm.generation import CONFIRM_PASSES
+    from tests.swarm.fakes import NoisyExecutor, landscape
+    knowledge = InMemoryKnowledge()
+    ex = NoisyExecutor()
+    eng, sink = engine(executor=ex, knowledge=knowledge)
+    rid = eng.start(goal())
+    run = eng.run(rid)
+    cands = {c.id: c for c in eng.store.candidates(rid)}
+    confirmed = [e.data for _, e in sink.events if e.kind == "candidate_confirmed"]
+    # The top three by first measurement, each re-measured twice (round 1 for all, then round 2),
+    # and further passes for single-measurement candidates that then rose into the top three.
+    assert 3 <= len(confirmed) <= 3 * CONFIRM_PASSES
+    assert [r for _, r in ex.remeasured[:6]] == [1, 1, 1, 2, 2, 2]
+    assert sorted(ex.remeasured) == sorted((d["candidate_id"], r) for d in confirmed for r in (1, 2))
+    for d in confirmed:
+        c = cands[d["candidate_id"]]
+        assert len(c.result.measurements) == 3 and c.result.measurements[0] == d["first"]
+        assert c.score == d["score"] == sorted(c.result.measurements)[1] == landscape(c.params).score
+    # The lucky first draws did not survive: the run's best is a confirmed candidate scored by
+    # its true (re-measured) score, not by the optimistic draw it was first given.
+    best = cands[run.best_id]
+    assert best.result.measurements and best.score == landscape(best.params).score < best.result.measurements[0]
+    assert best.score >= max(c.score for c in cands.values() if c.result.measurements)
+    finished = [e.data for _, e in sink.events if e.kind == "run_finished"][0]
+    assert finished["best"]["candidate_id"] == best.id and finished["best"]["score"] == best.score
+    assert finished["confirmations"] == len(ex.remeasured)
+    rank1 = [lsn for lsn in knowledge.lessons if lsn.kind == "best_config" and lsn.data["subject"] == "rank1"][-1]
+    assert rank1.data["params"] == best.params and rank1.data["score"] == best.score
+
+
+def test_confirmation_can_be_turned_off_and_an_executor_without_it_is_not_asked():
+    from tests.swarm.fakes import NoisyExecutor
+    ex = NoisyExecutor()
+    eng, sink = engine(executor=ex)
+    eng.run(eng.start(goal(confirm_top=0)))
+    assert ex.remeasured == [] and "candidate_confirmed" not in sink.kinds()
+    eng, sink = engine()   # FakeExecutor: no remeasure
+    eng.run(eng.start(goal()))
+    assert "candidate_confirmed" not in sink.kinds()

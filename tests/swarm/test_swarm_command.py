@@ -37,6 +37,15 @@ def test_swarm_json_reports_the_run(env):
     assert len(data["history"]) == 8 and data["history"] == sorted(data["history"])
     assert len(data["allocation"]) == 2 and all(sum(a.values()) == 4 for a in data["allocation"])
     assert "evaluations · best" in r.stderr
+    # Before it ended, the run measured its best few again on the worker (fresh sandboxed
+    # evaluations) and scored each by the median: the best reported is a confirmed one.
+    best = data["best"]
+    assert len(best["measurements"]) == 3 and best["score"] == sorted(best["measurements"])[1]
+    assert f"confirmed #{best['candidate_id']}:" in r.stderr
+    with sqlite3.connect(Path(env["INT21_VAR_DIR"]) / "db.sqlite3") as con:
+        rows = con.execute("select candidate_id, round, status, finished_at from runs_remeasurement").fetchall()
+    assert len(rows) >= 6 and all(st == "ok" and fin for _, _, st, fin in rows)
+    assert {(best["candidate_id"], 1), (best["candidate_id"], 2)} <= {(c, rnd) for c, rnd, _, _ in rows}
 
 
 def test_a_killed_run_resumes_with_nothing_lost_or_judged_twice(env, tmp_path):

@@ -201,3 +201,15 @@ def test_agent_payoff_figure_groups_by_workload_and_target():
     assert [t["name"] for t in fig["data"]] == ["matmul/cpu", "softmax/cpu"]
     softmax = fig["data"][1]
     assert softmax["x"] == ["explorer", "tuner"] and softmax["y"] == [0.0, 0.4]
+
+
+def test_a_confirmed_candidate_shows_its_measurements_and_their_median(people, client, family):
+    from int21web.runs.store import DjangoStore
+    _, child = family
+    _, html = page_of(client, people["victor"], child)
+    assert "Confirmed" not in html                          # measured once: nothing claimed
+    result = DjangoStore().record_confirmation(child.id, [2.5, 1.75, 1.5])
+    child.refresh_from_db()
+    assert result.score == child.score == 1.75 and child.result["measurements"] == [2.5, 1.75, 1.5]
+    _, html = page_of(client, people["victor"], child)
+    assert "the median of 3 measurements (2.50×, 1.75×, 1.50×)" in html and "<strong>1.75×</strong>" in html

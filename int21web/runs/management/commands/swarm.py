@@ -1,5 +1,5 @@
 """python manage.py swarm --workload W --target T [--shape RxC ...] [--budget N] [--agents a,b]
-[--seed S] [--cold] [--json] | --resume RUN_ID"""
+[--seed S] [--cold] [--confirm N] [--json] | --resume RUN_ID"""
 import json
 import sys
 import time
@@ -37,6 +37,11 @@ class Progress:
         elif event.kind == "generation_finished" and not self.tty:
             self._draw(end="\n")
             return
+        elif event.kind == "candidate_confirmed":
+            runs = " ".join(f"{x:.2f}" for x in d["measurements"])
+            self._draw(end="\n")
+            self.stream.write(f"confirmed #{d['candidate_id']}: {runs} → median {d['score']:.2f}x\n")
+            return
         elif event.kind == "run_finished":
             self._draw(end="\n")
             self.stream.write(f"finished: {d['reason']}\n")
@@ -70,6 +75,9 @@ class Command(BaseCommand):
         parser.add_argument("--target-speedup", type=float, help="stop once this speedup is reached")
         parser.add_argument("--wall-seconds", type=float, help="stop after this much run time")
         parser.add_argument("--stagnation", type=int, default=10, help="stop after N generations without gain")
+        parser.add_argument("--confirm", type=int, default=3, metavar="N",
+                            help="re-measure the best N twice more before the run ends and rank them by the "
+                                 "median (default 3; 0: off)")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="resume an interrupted run")
         parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
@@ -89,7 +97,7 @@ class Command(BaseCommand):
                         budget=Budget(evaluations=o["budget"], wall_seconds=o["wall_seconds"],
                                       target_speedup=o["target_speedup"], stagnation_generations=o["stagnation"]),
                         team=[a.strip() for a in o["agents"].split(",") if a.strip()],
-                        population=o["population"], seed=o["seed"], cold=o["cold"])
+                        population=o["population"], seed=o["seed"], cold=o["cold"], confirm_top=o["confirm"])
             budget = o["budget"]
             run_id = None
         progress = Progress(sys.stderr, budget)
@@ -109,7 +117,10 @@ class Command(BaseCommand):
             self.stdout.write(f"run {run_id}: {summary['state']} — {summary['reason']}")
             if b:
                 ratios = ", ".join(f"{k} {v:.2f}x" for k, v in b["speedup"].items())
-                self.stdout.write(f"best #{b['candidate_id']}: {b['median_ms']:.3f} ms ({ratios})\n  params {b['params']}")
+                n = len(b["measurements"])
+                held = f"; score {b['score']:.2f}x, the median of {n} measurements" if n > 1 else ""
+                self.stdout.write(f"best #{b['candidate_id']}: {b['median_ms']:.3f} ms ({ratios}{held})\n"
+                                  f"  params {b['params']}")
 
 
 def run_summary(run_id: int) -> dict:
@@ -126,7 +137,9 @@ def run_summary(run_id: int) -> dict:
         "evaluations": m.Candidate.objects.filter(run=run, result__isnull=False).count(),
         "best": None if b is None else {"candidate_id": b.id, "params": b.params,
                                         "median_ms": (b.result or {}).get("median_ms"),
-                                        "speedup": (b.result or {}).get("speedup", {}), "score": b.score},
+                                        "speedup": (b.result or {}).get("speedup", {}), "score": b.score,
+                                        # every score measured for it once confirmed; score is their median
+                                        "measurements": (b.result or {}).get("measurements", [])},
         "history": history,
         "allocation": [g.allocation for g in run.generations.order_by("index")],
         "llm": run.llm_usage or {},   # requests, tokens, cost… when LLM agents were in the team

@@ -79,6 +79,9 @@ def test_a_new_user_writes_a_goal_starts_a_run_and_steers_it(login, server):
     page.wait_for_selector("#guidance-history .applied", timeout=180_000)
     applied_after = page.evaluate("window.int21Run.lastSeq")
     page.wait_for_function("window.int21Run.state === 'finished'", timeout=300_000)
+    # before it ended, the run re-measured its best few: their rows now carry the median of three
+    assert "confirmed #" in page.locator("#activity").inner_text()
+    assert page.locator("#candidates td[title^='median of 3 measurements']").count() >= 3
     later = page.evaluate("""(after) => Array.from(document.querySelectorAll('#candidates tbody tr'))
         .map(tr => ({gen: +tr.children[1].textContent, params: tr.children[3].textContent}))""", applied_after)
     pinned_gen = min(r["gen"] for r in later if "VEC=16" in r["params"])

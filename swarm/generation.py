@@ -114,6 +114,8 @@ def check_goal(goal: Goal) -> None:
         raise GoalError("budget.evaluations: must be at least 1")
     if goal.population < 1:
         raise GoalError("population: must be at least 1")
+    if not isinstance(goal.confirm_top, int) or isinstance(goal.confirm_top, bool) or goal.confirm_top < 0:
+        raise GoalError("confirm_top: a whole number of candidates, 0 or more (0: no re-measurement)")
     try:
         shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
         for s in goal.held_out:

@@ -95,6 +95,8 @@ class _GoalFields(In):
     held_out: list[Shape] = Field(default_factory=list, max_length=16)
     tolerance: Optional[ToleranceIn] = None
     space: Optional[SpaceIn] = None
+    confirm_top: int = Field(_default(Goal, "confirm_top").default, ge=0, le=64,
+                             description="best candidates re-measured before the run ends (0: none)")
 
 
 _untyped = {f.name: (Any, None) for f in dataclasses.fields(Goal) if f.name not in _GoalFields.model_fields}

@@ -39,7 +39,8 @@ def goals(*, workload: str | None = None, target: str | None = None) -> list[dic
 def candidate_summary(c: m.Candidate) -> dict:
     r = c.result or {}
     return {"id": c.id, "run": c.run_id, "generation": c.generation, "agent": c.agent, "state": c.state,
-            "status": c.status, "score": c.score, "params": c.params, "parents": c.parents,
+            "status": c.status, "score": c.score, "measurements": r.get("measurements") or [],
+            "params": c.params, "parents": c.parents,
             "rationale": c.rationale, "median_ms": r.get("median_ms"), "speedup": r.get("speedup") or {},
             "reason": r.get("reason", ""), "created_at": _at(c.created_at), "evaluated_at": _at(c.evaluated_at)}
 

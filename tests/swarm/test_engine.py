@@ -150,6 +150,8 @@ def test_a_goal_that_cannot_run_names_the_field():
         eng.start(goal(pins={"VEC": 3}))
     with pytest.raises(GoalError, match="unknown workload"):
         eng.start(Goal(workload="nope"))
+    with pytest.raises(GoalError, match="confirm_top: a whole number"):
+        eng.start(goal(confirm_top=-1))
 
 
 def test_a_run_confirms_its_best_few_and_its_best_and_lessons_are_the_confirmed_ones():

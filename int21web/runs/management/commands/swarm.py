@@ -22,6 +22,7 @@ class Progress:
         self.gen = self.evals = 0
         self.best = 0.0
         self.versus = ""
+        self.confirming = False
         self.started = time.monotonic()
 
     def emit(self, run_id, event):
@@ -39,10 +40,14 @@ class Progress:
             return
         elif event.kind == "candidate_confirmed":
             runs = " ".join(f"{x:.2f}" for x in d["measurements"])
-            self._draw(end="\n")
+            if self.tty and not self.confirming:   # end the bar's line once, before the first
+                self.stream.write("\n")
+            self.confirming = True
             self.stream.write(f"confirmed #{d['candidate_id']}: {runs} → median {d['score']:.2f}x\n")
             return
         elif event.kind == "run_finished":
+            if d.get("best"):
+                self.best = d["best"]["score"]   # the confirmed figure
             self._draw(end="\n")
             self.stream.write(f"finished: {d['reason']}\n")
             return

@@ -9,9 +9,9 @@ import time
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from int21web.runs import models as m
 from int21web.runs.store import DjangoEventSink, DjangoKnowledge, DjangoStore, goal_from
@@ -209,6 +209,11 @@ def guidance_post(*, run_id: int, directive: dict, author=None, author_name: str
                                      author_name=author_name or (author.username if author else ""))
 
 
+def _worker_name(worker: str) -> str:
+    """The worker's name as Celery gave it, or this host and process."""
+    return worker or f"{socket.gethostname()}:{os.getpid()}"
+
+
 def candidate_remeasure(*, candidate_id: int, round: int, worker: str = "") -> bool:
     """Measure a judged candidate again in a fresh sandboxed evaluation (``Remeasurement``).
     Safe to deliver twice: the round's row is the claim. Returns whether this call measured."""
@@ -216,7 +221,7 @@ def candidate_remeasure(*, candidate_id: int, round: int, worker: str = "") -> b
     try:
         with transaction.atomic():
             row = m.Remeasurement.objects.create(candidate_id=candidate_id, round=round,
-                                                 worker=(worker or f"{socket.gethostname()}:{os.getpid()}")[:200])
+                                                 worker=_worker_name(worker)[:200])
     except IntegrityError:
         return False
     cand = m.Candidate.objects.select_related("run").get(pk=candidate_id)
@@ -237,7 +242,7 @@ def candidate_evaluate(*, candidate_id: int, attempt: int = 1, worker: str = "")
     (``runs.delivery``), so a duplicate, or a candidate judged by another attempt, is left
     alone. Returns whether this call's result counted."""
     from int21web.runs import delivery
-    ev = delivery.claim(candidate_id, attempt, worker or f"{socket.gethostname()}:{os.getpid()}")
+    ev = delivery.claim(candidate_id, attempt, _worker_name(worker))
     if ev is None:
         return False
     cand = m.Candidate.objects.select_related("run").get(pk=candidate_id)

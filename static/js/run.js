@@ -75,9 +75,9 @@
       dirty = true;
     },
     candidate_confirmed: function (d) {
-      var tr = S.rows[d.candidate_id];
-      if (tr) { tr.children[6].textContent = fmt(d.score, 2) + "×"; tr.children[6].title = "median of " + d.measurements.length + " measurements: " + d.measurements.map(function (x) { return fmt(x, 2); }).join(", "); }
-      activity("confirmed #" + d.candidate_id + ": " + d.measurements.map(function (x) { return fmt(x, 2); }).join(", ") + " → median " + fmt(d.score, 2) + "×");
+      var tr = S.rows[d.candidate_id], all = d.measurements.map(function (x) { return fmt(x, 2); }).join(", ");
+      if (tr) { tr.children[6].textContent = fmt(d.score, 2) + "×"; tr.children[6].title = "median of " + d.measurements.length + " measurements: " + all; }
+      activity("confirmed #" + d.candidate_id + ": " + all + " → median " + fmt(d.score, 2) + "×");
     },
     run_finished: function (d) {
       setState("finished"); text("run-reason", "— " + d.reason); activity("finished: " + d.reason);

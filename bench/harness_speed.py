@@ -10,7 +10,10 @@ stable its speedup figures are.
    and the cold first evaluation separately.
 2. The ratio-of-medians speedup of that same kernel over each baseline, from each of
    those runs: the spread (max - min) / median says how far one figure can be trusted.
-3. Why a spread is what it is: each run keeps every implementation's own median, and the
+3. Slow phases of the host: the evaluator times a candidate again in a fresh process when
+   its trusted baselines ran well above their usual medians on this host, and keeps the
+   calmest session (kernels/harness/calm.py); each run lists its sessions.
+4. Why a spread is what it is: each run keeps every implementation's own median, and the
    host's STREAM copy bandwidth is probed right after each run (``--no-probe`` skips it).
    A memory-bound kernel and a compute-bound baseline answer a drift of the host's memory
    bandwidth differently, so their ratio moves with it; the probe shows whether it did.
@@ -69,12 +72,23 @@ def main():
         stages = {s.name: round(s.seconds, 3) for s in out.stages}
         medians = {name: t["median_ms"] for name, t in out.timings.items()}
         copy = None if args.no_probe else measure_host(fp).get("copy_gbs")
+        host_calm = out.stage("benchmark").details.get("host_calm", {})
+        sessions = host_calm.get("sessions", [])
         runs.append({"seconds": secs, "speedup": out.speedup, "stages": stages,
-                     "candidate_median_ms": out.median_ms, "median_ms": medians, "copy_gbs_after": copy})
+                     "candidate_median_ms": out.median_ms, "median_ms": medians, "copy_gbs_after": copy,
+                     "timing_sessions": sessions, "kept_session": host_calm.get("kept"),
+                     # CPU-seconds per second of the candidate's timed calls: below its THREADS,
+                     # one of its threads sat waiting for a core the host had given elsewhere.
+                     "cpu_per_wall": out.resources.get("cpu_per_wall")})
         ratios = "  ".join(f"{k} {v:.2f}x" for k, v in out.speedup.items())
         ms = "  ".join(f"{k} {v:.2f}" for k, v in medians.items())
+        slow = (f"   slow phase: calmest of {len(sessions)} timing sessions "
+                f"(slowest baseline {', '.join(format(s['ratio'], '.2f') + 'x' for s in sessions)} its usual)"
+                if len(sessions) > 1 else "")
+        cpu = runs[-1]["cpu_per_wall"]
+        ms += f"   candidate CPU/wall {cpu:.2f}" if cpu else ""
         print(f"  run {i}: {secs:.2f} s   {ratios}   medians ms: {ms}"
-              + (f"   copy {copy:.1f} GB/s" if copy else ""), flush=True)
+              + (f"   copy {copy:.1f} GB/s" if copy else "") + slow, flush=True)
     times = [r["seconds"] for r in runs]
     drift = {name: {"min": min(r["median_ms"][name] for r in runs), "max": max(r["median_ms"][name] for r in runs)}
              for name in runs[0]["median_ms"]}
@@ -112,6 +126,8 @@ def main():
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"harness-{datetime.date.today()}-{platform.node() or 'host'}.json"
+    if path.exists():   # a second measurement the same day keeps the first
+        path = path.with_name(f"{path.stem}-{datetime.datetime.now(datetime.timezone.utc):%H%M%S}.json")
     path.write_text(json.dumps(result, indent=2))
     print(f"\nWrote {path.relative_to(ROOT)}")
 

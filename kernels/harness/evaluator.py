@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from kernels import targets, workloads
-from kernels.harness import sandbox
+from kernels.harness import calm, sandbox
 from kernels.harness.outcome import EvalOutcome, Stage
 from kernels.harness.static import check_source
 from kernels.harness.timing import speedups, summarize
@@ -56,6 +56,7 @@ class EvalSettings:
     tolerance: Tolerance | None = None
     launcher: str = "zygote"                       # "zygote" | "spawn"
     recheck: bool = True
+    retime: int = 2                                # more timing sessions while the host is in a slow phase
     isolate: bool = True
     arch: str = "sm_90"                            # CUDA: the architecture to compile for
     resource_limits: dict = field(default_factory=dict)  # CUDA: max_registers, max_shared_bytes, …
@@ -193,7 +194,7 @@ class Evaluator:
         self._materialise(wl, tcase, workdir, cache=True)
         tcase.alt = _Case("timingb", "typical", shape, wl.distributions[0], 9002)
         self._materialise(wl, tcase.alt, workdir, cache=True, derive_from=tcase)
-        bench = self._benchmark(wl, workdir, tcase, tol)
+        bench = self._calm_benchmark(wl, tgt, workdir, tcase, tol)
         stages.append(Stage("benchmark", "passed" if bench["verdict"] is None else "failed",
                             time.monotonic() - t0, bench["summary"], bench["details"]))
         if bench["verdict"]:
@@ -211,7 +212,7 @@ class Evaluator:
         notes = []
         if flags and s.recheck:
             notes.append("re-checked in a fresh process: " + "; ".join(flags))
-            bench2 = self._benchmark(wl, workdir, tcase, tol)
+            bench2 = self._calm_benchmark(wl, tgt, workdir, tcase, tol)
             if bench2["verdict"]:
                 stages.append(Stage("sanity", "failed", time.monotonic() - t0, bench2["summary"], {"flags": flags}))
                 return finish(*bench2["verdict"], resources=resources, timings=bench2["timings"])
@@ -234,6 +235,34 @@ class Evaluator:
                   f"{tcase.shape}" + (f", {best[1]:.2f}x {best[0]}" if best else "") + ".")
         return finish("ok", reason, timings=bench["timings"], speedup=speed, resources=resources,
                       notes=notes + bench["notes"])
+
+    def _calm_benchmark(self, wl, tgt, workdir, tcase, tol) -> dict:
+        """A timing session, and up to ``retime`` more in fresh processes while the trusted
+        baselines say the host was in a slow phase (see :mod:`kernels.harness.calm`). The
+        calmest session is kept; a failing verdict in any session is the verdict."""
+        norms = calm.BaselineNorms(tgt.fingerprint(), wl.name, tgt.name, tcase.shape.label(),
+                                   self.settings.cold_cache)
+        sessions = []
+        while True:
+            bench = self._benchmark(wl, workdir, tcase, tol)
+            if bench["verdict"]:
+                return bench
+            judged = norms.judge(bench["timings"])
+            norms.record(bench["timings"])
+            sessions.append((judged, bench))
+            if not judged.disturbed or len(sessions) > self.settings.retime:
+                break
+        index = min(range(len(sessions)), key=lambda i: sessions[i][0].ratio)
+        kept, bench = sessions[index]
+        bench["details"]["host_calm"] = {"sessions": [j.to_json() for j, _ in sessions],
+                                         "kept": index, "slow_above": calm.SLOW}
+        if len(sessions) > 1:
+            first = sessions[0][0]
+            bench["notes"] = bench["notes"] + [
+                f"timed {len(sessions)} times: the host was in a slow phase ({first.sentence()}); "
+                f"kept the calmest session ({kept.sentence() if kept.baseline else 'no baseline'})"]
+            bench["summary"] += f"; calmest of {len(sessions)} sessions"
+        return bench
 
     def _benchmark(self, wl, workdir, tcase, tol) -> dict:
         run = self._launch(wl, workdir, "bench", cases=[], timing_case=tcase)

@@ -1,0 +1,106 @@
+"""Was the host calm while a candidate was timed? The trusted baselines say.
+
+Every timing session times trusted baselines interleaved with the candidate, on the same
+inputs. Their medians on this host are kept (per host fingerprint, workload, target, shape
+and cache mode). A session in which a baseline ran well above its usual median was timed in
+a slow phase of the host: a neighbour's memory traffic or a stolen core, lasting seconds.
+Such a phase does not slow every implementation alike: on this 2-core host it slowed the
+two-threaded candidate and torch by 35-55% and the single-threaded NumPy baseline not at
+all, so the candidate's ratio to NumPy from that session was off by a third. The evaluator
+then times again in a fresh process and keeps the calmest session (the one whose baselines
+were closest to their usual medians), which is chosen by the baselines alone, never by the
+candidate's own figure.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernels.targets.base import cache_dir
+
+WINDOW = 16      # the medians remembered per baseline (older ones age out: a host that got
+                 # slower for good stops being "disturbed" after this many sessions)
+SLOW = 1.2       # a baseline this much slower than its usual median: a slow phase
+
+
+@dataclass
+class Calm:
+    """How much slower than usual the slowest baseline ran in one session."""
+
+    ratio: float = 1.0
+    baseline: str | None = None
+    median_ms: float | None = None
+    usual_ms: float | None = None
+    usual: dict = field(default_factory=dict)
+
+    @property
+    def disturbed(self) -> bool:
+        return self.ratio > SLOW
+
+    def sentence(self) -> str:
+        if self.baseline is None:
+            return "no usual baseline figures on this host yet"
+        return (f"{self.baseline} {self.median_ms:.3f} ms against its usual {self.usual_ms:.3f} ms "
+                f"on this host ({100 * (self.ratio - 1):+.0f}%)")
+
+    def to_json(self) -> dict:
+        return {"ratio": round(self.ratio, 4), "baseline": self.baseline, "median_ms": self.median_ms,
+                "usual_ms": self.usual_ms}
+
+
+class BaselineNorms:
+    """The recent medians of each baseline for one (host, workload, target, shape, cache mode)."""
+
+    def __init__(self, fingerprint: dict, workload: str, target: str, shape: str, cold_cache: bool,
+                 root: Path | None = None):
+        host = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:16]
+        self.path = (root or cache_dir()) / f"baseline-medians-{target}-{host}.json"
+        self.key = f"{workload}|{shape}|{'cold' if cold_cache else 'warm'}"
+
+    def _all(self) -> dict:
+        try:
+            data = json.loads(self.path.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def usual(self) -> dict[str, float]:
+        """Each baseline's usual median: the second lowest of the recent ones (the lowest alone
+        would let one lucky session set the bar), or the lowest while there are fewer than 3."""
+        out = {}
+        for name, medians in self._all().get(self.key, {}).items():
+            ranked = sorted(m for m in medians if isinstance(m, (int, float)) and m > 0)
+            if ranked:
+                out[name] = ranked[1] if len(ranked) >= 3 else ranked[0]
+        return out
+
+    def judge(self, timings: dict) -> Calm:
+        usual = self.usual()
+        calm = Calm(usual=usual)
+        for name, t in timings.items():
+            med = t.get("median_ms")
+            if name == "candidate" or not med or name not in usual:
+                continue
+            ratio = med / usual[name]
+            if calm.baseline is None or ratio > calm.ratio:
+                calm = Calm(ratio=ratio, baseline=name, median_ms=med, usual_ms=usual[name], usual=usual)
+        return calm
+
+    def record(self, timings: dict) -> None:
+        """Remember this session's baseline medians (written whole and renamed into place, so a
+        concurrent reader never sees half a file; a concurrent writer may drop one session)."""
+        data = self._all()
+        mine = data.setdefault(self.key, {})
+        for name, t in timings.items():
+            if name != "candidate" and t.get("median_ms"):
+                mine[name] = (mine.get(name, []) + [t["median_ms"]])[-WINDOW:]
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,96 @@
+"""A session timed in a slow phase of the host is timed again, chosen by the baselines alone."""
+import json
+
+from kernels import workloads
+from kernels.harness import calm
+from kernels.harness.calm import BaselineNorms
+from kernels.harness.evaluator import EvalSettings, Evaluator
+from kernels.spec import Shape
+from kernels.targets import get as get_target
+
+WL = workloads.get("softmax")
+SHAPE = Shape.of(rows=256, cols=1024)
+
+
+def _timings(**medians):
+    return {name: {"median_ms": ms} for name, ms in medians.items()}
+
+
+def test_the_usual_median_is_the_second_lowest_of_the_recent_sessions(tmp_path):
+    norms = BaselineNorms({"cpu_model": "x"}, "softmax", "cpu", "4x4", False, root=tmp_path)
+    assert norms.usual() == {}
+    norms.record(_timings(candidate=1.0, numpy=10.0, torch=4.0))
+    assert norms.usual() == {"numpy": 10.0, "torch": 4.0}, "the candidate is never a norm"
+    norms.record(_timings(numpy=9.0, torch=4.4))
+    assert norms.usual() == {"numpy": 9.0, "torch": 4.0}, "the lowest while fewer than 3"
+    norms.record(_timings(numpy=2.0, torch=4.2))
+    assert norms.usual() == {"numpy": 9.0, "torch": 4.2}, "one lucky session does not set the bar"
+
+
+def test_old_sessions_age_out_so_a_host_that_got_slower_for_good_stops_being_disturbed(tmp_path):
+    norms = BaselineNorms({"cpu_model": "x"}, "softmax", "cpu", "4x4", False, root=tmp_path)
+    for _ in range(3):
+        norms.record(_timings(torch=4.0))
+    assert norms.judge(_timings(candidate=3.0, torch=6.0)).disturbed
+    for _ in range(calm.WINDOW):
+        norms.record(_timings(torch=6.0))
+    assert not norms.judge(_timings(torch=6.0)).disturbed
+    assert len(json.loads(norms.path.read_text())[norms.key]["torch"]) == calm.WINDOW
+
+
+def test_the_slowest_baseline_decides_and_each_host_shape_and_cache_mode_has_its_own_figures(tmp_path):
+    norms = BaselineNorms({"cpu_model": "x"}, "softmax", "cpu", "4x4", False, root=tmp_path)
+    norms.record(_timings(numpy=20.0, torch=4.0))
+    judged = norms.judge(_timings(candidate=0.1, numpy=20.5, torch=6.2))
+    assert judged.disturbed and judged.baseline == "torch" and round(judged.ratio, 2) == 1.55
+    assert "torch 6.200 ms against its usual 4.000 ms on this host (+55%)" == judged.sentence()
+    assert not norms.judge(_timings(numpy=21.0, torch=4.4)).disturbed
+    for other in (BaselineNorms({"cpu_model": "y"}, "softmax", "cpu", "4x4", False, root=tmp_path),
+                  BaselineNorms({"cpu_model": "x"}, "softmax", "cpu", "8x8", False, root=tmp_path),
+                  BaselineNorms({"cpu_model": "x"}, "softmax", "cpu", "4x4", True, root=tmp_path)):
+        assert other.usual() == {}
+
+
+def _norms():
+    return BaselineNorms(get_target("cpu").fingerprint(), "softmax", "cpu", SHAPE.label(), False)
+
+
+def _evaluate(retime: int):
+    src, params = WL.template("cpu").seeds()[0]
+    settings = EvalSettings(timing_shape=SHAPE, min_calls=10, retime=retime)
+    return Evaluator(settings).evaluate(src, params, WL, "cpu")
+
+
+def test_a_session_whose_baselines_ran_slow_is_timed_again_in_a_fresh_process():
+    # This host's usual medians, as if every earlier session had run 1000x faster: every
+    # real session now looks like a slow phase.
+    norms = _norms()
+    norms.path.unlink(missing_ok=True)
+    for _ in range(3):
+        norms.record(_timings(numpy=1e-6, torch=1e-6))
+    out = _evaluate(retime=2)
+    assert out.status == "ok", out.reason
+    bench = out.stage("benchmark")
+    sessions = bench.details["host_calm"]["sessions"]
+    assert len(sessions) == 3 and all(s["ratio"] > calm.SLOW for s in sessions)
+    kept = bench.details["host_calm"]["kept"]
+    assert sessions[kept]["ratio"] == min(s["ratio"] for s in sessions)
+    assert "calmest of 3 sessions" in bench.summary
+    assert any(n.startswith("timed 3 times: the host was in a slow phase") for n in out.notes)
+    recorded = json.loads(norms.path.read_text())[norms.key]
+    assert all(len(v) == 6 for v in recorded.values()), "every session's medians are remembered"
+
+    once = _evaluate(retime=0)
+    assert once.status == "ok" and len(once.stage("benchmark").details["host_calm"]["sessions"]) == 1
+    assert not any(n.startswith("timed") for n in once.notes)
+
+
+def test_a_calm_session_is_timed_once():
+    norms = _norms()
+    norms.path.unlink(missing_ok=True)
+    for _ in range(3):
+        norms.record(_timings(numpy=1e6, torch=1e6))
+    out = _evaluate(retime=2)
+    assert out.status == "ok", out.reason
+    calm_report = out.stage("benchmark").details["host_calm"]
+    assert len(calm_report["sessions"]) == 1 and calm_report["sessions"][0]["ratio"] < 1

@@ -109,6 +109,16 @@ the `.html` report beside it, and this page.
   outer loop, so a cut loses whole seeds (reported in the status column), never silently.
 - **Evaluations to 95%** = evaluations until the best-so-far reaches 95% of the best
   score any searcher found at that shape in this run (median over seeds).
+- **Whole space** (`--sweep-up-to N`): a space of at most N legal points is measured in
+  full (shuffled order, one shared measurement per point, the best confirmed as above), so
+  random search's expected evaluations are exact: with H of V legal points at the 95%
+  target, uniform draws without repeats first hit one at draw (V + 1) / (H + 1) on average.
+  Without it, the expectation comes from random search's own draws (a lower bound when
+  they never hit).
+- **Kernel shapes.** Where a kernel is compared at a shape other than the search shape, a
+  swarm run at that shape starts from the search's lessons (budget: the smallest of
+  `--budgets`), the search's best is measured there too, the best three are confirmed and
+  the best of them is compared (`--no-shape-runs`: the search's best as it is).
 """
 
 
@@ -194,6 +204,12 @@ def markdown(result: dict, html_name: str | None = None) -> str:
                       if k.get("origin")})
     if origins:
         lines += ["", "Our kernel: " + "; ".join(f"{wl} — {o}" for wl, o in origins) + "."]
+    runs = [(wl, k["shape_run"]) for wl, sh in result["kernels"].items() for k in sh.values()
+            if (k.get("shape_run") or {}).get("status") == "ok"]
+    for wl, r in runs:
+        lines += ["", f"{wl} at {r['shape']}: a swarm run there with the search's lessons (budget {r['budget']}) "
+                      f"found `{r['best']['params']}` at {r['best']['score']:.3f}x; the search's best scored "
+                      f"{r['search_best_here']:.3f}x at this shape."]
     lines += ["", "Each baseline on its own (median ms, and its own % of the roofline):", "",
               "| workload | shape | baseline | median ms | ratio | % roofline |", "|---|---|---|---|---|---|"]
     for wl, shapes in result["kernels"].items():
@@ -223,6 +239,13 @@ def markdown(result: dict, html_name: str | None = None) -> str:
             e95s = "—" if not e95 else (f"{_f(e.get('median_evals_to_95pct'), '{:g}', 'not reached')} "
                                         f"({', '.join(str(v) if v else '×' for v in e95.values())})")
             lines.append(f"| {LABELS.get(name, name)} | " + " | ".join(cells) + f" | {e95s} | {e['status']} |")
+        sw = s.get("sweep")
+        if sw:
+            lines += ["", f"Whole space: {sw['status']}" + (
+                f" — all {sw['legal_points']} legal points measured ({sw['measured_by_sweep']} by the sweep, the "
+                f"rest by the searchers); {sw['hits']} reach the 95% target, so uniform random search without "
+                f"repeats needs {sw['expected_random_evals']:.1f} evaluations on average."
+                if sw.get("expected_random_evals") else ".")]
         if s.get("self_improvement"):
             lines += ["", "Self-improvement (evaluations to reach the earlier run's final best): " + "; ".join(
                 f"seed {r['seed']}: warm {r['warm_evals'] or '×'}, cold {r['cold_evals'] or '×'}" for r in s["self_improvement"])]

@@ -5,8 +5,10 @@ as JSON-ready data; ``bench.report`` turns it into docs/benchmarks.md and the HT
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -58,6 +60,8 @@ class Plan:
     gpu_only: bool = False            # the GPU section alone (bench/gpu_check.sh on a GPU host)
     confirm_top: int = 6              # search: the best points measured again before scoring…
     confirm_extra: int = 2            # …this many more times each (score: median)
+    sweep_up_to: int = 0              # search: measure every legal point of a space this small
+    shape_runs: bool = True           # a swarm run at each kernel shape, with the search's lessons
     deadline_minutes: float = 85.0    # past this, remaining tasks are skipped (and reported)
     command: str = ""
 
@@ -162,15 +166,73 @@ def _tasks(plan: Plan) -> int:
         once = sum(1 for s in plan.searchers if not s.startswith("kt_"))
         kt = sum(len(plan.budgets) for s in plan.searchers if s.startswith("kt_"))
         n += plan.seeds * (once + kt) + (1 if plan.confirm_top else 0) + plan.sessions * len(plan.shapes[w][1])
+        n += 1 if plan.sweep_up_to else 0
+        if plan.shape_runs:
+            n += sum(1 for shape in plan.shapes[w][1] if shape != plan.shapes[w][0])
     return n
 
 
+def sweep(wname: str, table: Table, shape: str, limit: int, progress: Progress, stop_at: float) -> dict:
+    """Measure every legal point of the space at ``shape`` not yet in the table (at most
+    ``limit`` points; in a shuffled order, so a slow phase of the host lands on points all
+    over the space rather than along one parameter). Random search's expected evaluations
+    then follow from the whole landscape instead of from its own draws."""
+    wl = workloads.get(wname)
+    tpl = wl.template("cpu")
+    points = list(tpl.space.points([wl.shape_from_text(shape)]))
+    out = {"legal_points": len(points), "status": "complete", "measured_by_sweep": 0}
+    if len(points) > limit:
+        out["status"] = f"not swept: {len(points)} legal points, more than the limit of {limit}"
+        return out
+    progress.task(f"{wname}: measuring all {len(points)} points of the space")
+    random.Random(f"sweep:{wname}:{shape}").shuffle(points)
+    table.deadline = stop_at
+    try:
+        for p in points:
+            if table.key(shape, p) not in table.rows:
+                table.measure(shape, tpl.source(tpl.variant_of(p)), p)
+                out["measured_by_sweep"] += 1
+    except TimeUp:
+        out["status"] = "incomplete: this workload's share of the time limit was spent"
+    finally:
+        table.deadline = None
+        progress.finished()
+    out["points"] = [json.dumps(p, sort_keys=True) for p in points]
+    return out
+
+
+def shape_run(wname: str, table: Table, shape: str, search_best: dict, lessons, budget: int,
+              progress: Progress) -> dict:
+    """One swarm run at a kernel shape other than the search shape, starting from the
+    search's lessons, as a user runs the factory at the shape they care about (the best point
+    of a 16 MB problem that stays in the last-level cache is not the best of a 64 MB one that
+    streams through memory). The search's best is measured there too; the best three are
+    confirmed (median of three measurements) and the best of them is the kernel compared."""
+    progress.task(f"{wname}: swarm at {shape} with the search's lessons")
+    tpl = workloads.get(wname).template("cpu")
+    out = {"shape": shape, "budget": budget, "lessons_from": "the search's first cold run"}
+    try:
+        trace = searchers.swarm_trace(table, shape, budget, 0, lessons, cold=False)
+        table.measure(shape, tpl.source(tpl.variant_of(search_best)), search_best)
+        out["confirmation_evaluations"] = table.confirm(shape, top=3, extra=2)
+    except TimeUp:
+        out["status"] = "skipped: the run's time limit was reached"
+        progress.finished()
+        return out
+    progress.finished()
+    best = table.best(shape)
+    out.update(status="ok", trace=[[p, table.score(shape, p)] for p, _ in trace],
+               best={"params": best["params"], "score": best["result"]["score"]},
+               search_best_here=table.score(shape, search_best))
+    return out
+
+
 def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: Progress, clock: Clock,
-                   stop_at: float) -> dict:
+                   stop_at: float, teachers: dict | None = None) -> dict:
     """Every searcher at every budget over every seed, on the shared table. Seeds are the
     outer loop, so a run cut short by its time limit loses whole seeds, not whole searchers.
     The warm swarm of seed s starts with the lessons of the cold swarm of seed s (the run
-    just before it on the same goal)."""
+    just before it on the same goal); ``teachers`` receives those lessons, by seed."""
     top = max(plan.budgets)
     out = {"shape": shape, "space_size": workloads.get(wname).template("cpu").space.size(),
            "budgets": plan.budgets, "seeds": plan.seeds, "searchers": {}}
@@ -194,6 +256,8 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
                 try:
                     if name == "swarm_cold":
                         teacher = InMemoryKnowledge()
+                        if teachers is not None:
+                            teachers[seed] = teacher
                         trace = searchers.swarm_trace(table, shape, budget, seed, teacher, cold=True)
                     else:
                         trace = searchers.run_searcher(name, table, shape, budget, seed, teacher=teacher)
@@ -208,6 +272,7 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
                 raw.setdefault(name, {}).setdefault(budget, {})[seed] = trace
                 progress.finished()
     table.deadline = None
+    swept = sweep(wname, table, shape, plan.sweep_up_to, progress, stop_at) if plan.sweep_up_to else None
     if plan.confirm_top:
         progress.task(f"{wname}: confirming the top {plan.confirm_top} points")
         out["confirmation_evaluations"] = table.confirm(shape, top=plan.confirm_top, extra=plan.confirm_extra)
@@ -232,6 +297,14 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
     out["best_known"] = {"score": best_known, "params": best_row["params"] if best_row else None}
     out["target_95pct"] = 0.95 * best_known
     out["distinct_points_measured"] = sum(1 for r in table.rows.values() if r["shape"] == shape)
+    if swept is not None:
+        keys = swept.pop("points", [])
+        if swept["status"] == "complete":
+            # Uniform draws without repeats, H hits among V legal points: the first hit comes
+            # at draw (V + 1) / (H + 1) on average.
+            hits = sum(1 for k in keys if table.score(shape, json.loads(k)) >= out["target_95pct"])
+            swept.update(hits=hits, expected_random_evals=(len(keys) + 1) / (hits + 1))
+        out["sweep"] = swept
     for name, entry in out["searchers"].items():
         entry["at_budget"] = {b: _stats([entry["best_by_budget"].get(b, {}).get(str(s)) for s in range(plan.seeds)])
                               for b in map(str, plan.budgets)}
@@ -320,10 +393,16 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
             rest = names[i:]
             kernel_reserve = sum(plan.sessions * len(plan.shapes[w][1]) for w in rest) * per_session
             fixed_reserve = 30 * sum(1 for w in rest if w not in searched)
+            if plan.shape_runs:   # ~4 s per evaluation at a kernel shape, 7 of them confirmations
+                fixed_reserve += 4 * (min(plan.budgets) + 7) * sum(
+                    1 for w in rest for sh in plan.shapes[w][1] if sh != plan.shapes[w][0])
             searches_left = sum(1 for w in rest if w in searched)
             share = (clock.deadline - time.monotonic() - kernel_reserve - fixed_reserve) / searches_left
             stop_at = time.monotonic() + max(share, 30.0)
-            result["search"][wname] = search_section(wname, table, search_shape, plan, progress, clock, stop_at)
+            teachers: dict = {}
+            result["search"][wname] = search_section(wname, table, search_shape, plan, progress, clock, stop_at,
+                                                     teachers=teachers)
+            lessons = teachers.get(0)
             best = swarm_best(result["search"][wname])
             origin = (f"the swarm's best (cold runs, budget {max(plan.budgets)}, {plan.seeds} seeds) "
                       f"at {search_shape}")
@@ -331,8 +410,9 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
             # Not searched in this run: one fixed-budget cold swarm run finds the kernel.
             budget = min(plan.budgets)
             progress.task(f"{wname}: swarm cold, budget {budget} (fixed-budget run)")
+            lessons = InMemoryKnowledge()
             try:
-                trace = searchers.swarm_trace(table, search_shape, budget, 0, InMemoryKnowledge(), cold=True)
+                trace = searchers.swarm_trace(table, search_shape, budget, 0, lessons, cold=True)
             except TimeUp:
                 trace = []
             progress.finished()
@@ -359,12 +439,23 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
                 for _ in range(plan.sessions):
                     progress.finished()
                 continue
+            here_source, here_params, here_origin, found = source, params, origin, None
+            if plan.shape_runs and shape != search_shape and not champion:
+                found = shape_run(wname, table, shape, params, lessons or InMemoryKnowledge(),
+                                  min(plan.budgets), progress)
+                if found["status"] == "ok":
+                    here_params = found["best"]["params"]
+                    here_source = tpl.source(tpl.variant_of(here_params))
+                    here_origin = (f"the best at {shape} of a swarm run there (budget {min(plan.budgets)}, with the "
+                                   f"search's lessons) and {origin}, confirmed by the median of 3 measurements")
             progress.task(f"{wname}: kernel vs baselines at {shape}")
             entries[shape] = kernels_vs.compare(
-                wname, shape, source, params, sessions=plan.sessions, min_calls=plan.min_calls,
+                wname, shape, here_source, here_params, sessions=plan.sessions, min_calls=plan.min_calls,
                 ceilings=ceilings, compile_baseline=plan.compile_baseline,
                 on_session=lambda i, out: progress.finished())
-            entries[shape]["origin"] = origin
+            entries[shape]["origin"] = here_origin
+            if found is not None:
+                entries[shape]["shape_run"] = found
         result["kernels"][wname] = entries
     result["kernels"] = {w: result["kernels"][w] for w in plan.workloads if w in result["kernels"]}
     if not plan.gpu_only:

@@ -6,12 +6,13 @@ Framework-free: nothing here imports Django. A workload is one folder under
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import operator
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -328,6 +329,14 @@ class DesignSpace:
                     problems.append(f"{c.message}{where}")
                     break
         return problems
+
+    def points(self, shapes: Iterable[Shape] = ()) -> Iterator[dict]:
+        """Every legal point for these shapes, in a fixed order (``size()`` counts the illegal too)."""
+        shapes = list(shapes)
+        for values in itertools.product(*(p.values() for p in self.params)):
+            point = dict(zip(self.names, values))
+            if not self.violations(point, shapes):
+                yield point
 
     def sample(self, rng: random.Random, shapes: Iterable[Shape] = (), tries: int = 1000) -> dict | None:
         shapes = list(shapes)

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 def quick_bench(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     docs = out / "benchmarks.md"
-    call_command("bench", "--quick", "--workload", "softmax", "--shape", "softmax=32x256",
+    call_command("bench", "--quick", "--workload", "softmax", "--shape", "softmax=32x256:32x256,64x256",
                  "--budgets", "2,3", "--seeds", "2", "--sessions", "1", "--min-calls", "5", "--search-min-calls", "5",
                  "--no-compile", "--out", str(out), "--docs", str(docs))
     [json_path] = out.glob("*-quick.json")
@@ -89,7 +89,8 @@ def test_the_best_points_are_confirmed_and_every_trace_is_scored_with_the_confir
     result, _, _ = quick_bench
     search = result["search"]["softmax"]
     assert search["confirmed"] == {"top": 6, "measurements_each": 3}
-    rows = {json.dumps(r["params"], sort_keys=True): r for r in result["table"]["softmax"]}
+    rows = {json.dumps(r["params"], sort_keys=True): r for r in result["table"]["softmax"]
+            if r["shape"] == search["shape"]}
     best = rows[json.dumps(search["best_known"]["params"], sort_keys=True)]
     assert len(best["scores"]) == 3
     assert best["result"]["score"] == pytest.approx(sorted(best["scores"])[1])
@@ -99,3 +100,18 @@ def test_the_best_points_are_confirmed_and_every_trace_is_scored_with_the_confir
                 row = rows.get(json.dumps(params, sort_keys=True))
                 if row is not None:
                     assert score == row["result"]["score"]
+
+
+def test_at_a_kernel_shape_other_than_the_search_shape_a_swarm_run_there_starts_from_the_searchs_lessons(quick_bench):
+    result, _, docs = quick_bench
+    at_search, elsewhere = result["kernels"]["softmax"]["32x256"], result["kernels"]["softmax"]["64x256"]
+    assert "shape_run" not in at_search
+    run = elsewhere["shape_run"]
+    assert run["status"] == "ok" and run["shape"] == "64x256" and len(run["trace"]) == 2
+    rows = {json.dumps(r["params"], sort_keys=True): r for r in result["table"]["softmax"] if r["shape"] == "64x256"}
+    best = rows[json.dumps(run["best"]["params"], sort_keys=True)]
+    assert run["best"]["score"] == best["result"]["score"] == max(r["result"]["score"] for r in rows.values())
+    assert len(best["scores"]) == 3, "the kernel compared was confirmed at its own shape"
+    assert elsewhere["params"] == run["best"]["params"]
+    assert elsewhere["origin"].startswith("the best at 64x256 of a swarm run there")
+    assert "softmax at 64x256: a swarm run there with the search's lessons" in docs.read_text()

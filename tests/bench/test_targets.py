@@ -83,3 +83,17 @@ def test_a_kernel_faster_than_the_copy_probe_is_its_own_bound_and_the_note_says_
     assert row["bound"] == 4.0 and row["met"] is False
     assert "own ratio is the bound" in row["note"]
     assert "it would take 230% of the copy bandwidth" in row["note"]
+
+
+def test_with_the_whole_space_measured_random_searchs_expectation_is_exact_not_estimated():
+    result = _search(10, None, draws=150, hits=0)
+    result["search"]["softmax"]["sweep"] = {"status": "complete", "legal_points": 479, "hits": 4,
+                                            "measured_by_sweep": 300, "expected_random_evals": 96.0}
+    row = _efficiency(result)
+    assert row["met"] is True and abs(row["measured"] - 10 / 96) < 1e-9
+    assert "every one of the 479 legal points measured: 4 reach 95% of the best" in row["note"]
+    result["search"]["softmax"]["searchers"]["swarm_cold"]["median_evals_to_95pct"] = 40
+    assert _efficiency(result)["met"] is False
+    # A swarm that never got there, within a budget already a third of random's, did not meet it.
+    result["search"]["softmax"]["searchers"]["swarm_cold"].update(median_evals_to_95pct=None, runs={"0": {}})
+    assert _efficiency(result)["met"] is False

@@ -51,6 +51,12 @@ class Command(BaseCommand):
                             help="search: measure the best N points again before scoring (default 6; 0: off)")
         parser.add_argument("--confirm-extra", type=int,
                             help="search: extra measurements of each confirmed point (default 2; score: median)")
+        parser.add_argument("--sweep-up-to", type=int, metavar="N",
+                            help="search: also measure every legal point of a space of at most N points, so random "
+                                 "search's expected evaluations come from the whole landscape (default: off)")
+        parser.add_argument("--no-shape-runs", action="store_true",
+                            help="compare the search's best at each kernel shape as it is, without a swarm run "
+                                 "at that shape with the search's lessons")
         parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out of the kernel tables")
         parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
         parser.add_argument("--gpu-only", action="store_true",
@@ -84,9 +90,10 @@ class Command(BaseCommand):
                                seeds=o["seeds"], sessions=o["sessions"], min_calls=o["min_calls"],
                                search_min_calls=o["search_min_calls"],
                                confirm_top=o["confirm_top"], confirm_extra=o["confirm_extra"],
-                               searchers=chosen, deadline_minutes=o["deadline_minutes"],
+                               sweep_up_to=o["sweep_up_to"], searchers=chosen, deadline_minutes=o["deadline_minutes"],
                                search_workloads=o["search"])
         plan.compile_baseline = not o["no_compile"]
+        plan.shape_runs = not o["no_shape_runs"]
         plan.gpu = not o["no_gpu"]
         plan.gpu_only = o["gpu_only"]
         if plan.gpu_only and not plan.gpu:
@@ -145,7 +152,7 @@ class Command(BaseCommand):
 def _argv_from_options(o) -> list[str]:
     """The command line that reproduces a call_command (tests, scripts)."""
     argv = []
-    for key in ("quick", "no_compile", "no_gpu", "gpu_only", "json"):
+    for key in ("quick", "no_compile", "no_shape_runs", "no_gpu", "gpu_only", "json"):
         if o.get(key):
             argv.append("--" + key.replace("_", "-"))
     for w in o.get("workload") or []:
@@ -153,7 +160,7 @@ def _argv_from_options(o) -> list[str]:
     for w in o.get("search") or []:
         argv += ["--search", w]
     for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "search_min_calls", "confirm_top",
-                "confirm_extra", "deadline_minutes", "out", "docs"):
+                "confirm_extra", "sweep_up_to", "deadline_minutes", "out", "docs"):
         if o.get(key) is not None:
             argv += ["--" + key.replace("_", "-"), str(o[key])]
     for s in o.get("shape") or []:

@@ -1,0 +1,55 @@
+"""The whole-space sweep: every legal point measured once, shared with the searchers' table."""
+import json
+import time
+
+from bench import suite
+from bench.measure import Table
+from kernels import workloads
+from swarm.types import Result
+
+
+class _Landscape(Table):
+    """A table whose measurements come from a formula (the sweep's bookkeeping is under test,
+    not the harness: tests/bench/test_measure.py measures for real)."""
+
+    def __init__(self):
+        super().__init__("rmsnorm", min_calls=5, log=None)
+        self.order = []
+
+    def measure(self, shape, source, params):
+        k = self.key(shape, params)
+        if k not in self.rows:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise suite.TimeUp("late")
+            self.order.append(params)
+            score = 1.0 + params["VEC"] / 16 + (params["THREADS"] == 2)
+            self.rows[k] = {"shape": shape, "params": params,
+                            "result": Result(status="ok", reason="", score=score).to_json()}
+        return Result(**self.rows[k]["result"])
+
+
+class _Quiet:
+    def task(self, *_a): pass
+    def finished(self): pass
+
+
+def test_every_legal_point_is_measured_once_in_a_shuffled_order():
+    table = _Landscape()
+    wl = workloads.get("rmsnorm")
+    legal = list(wl.template("cpu").space.points([wl.shape_from_text("64x256")]))
+    already = legal[0]
+    table.measure("64x256", "", already)
+    out = suite.sweep("rmsnorm", table, "64x256", 10_000, _Quiet(), time.monotonic() + 60)
+    assert out["status"] == "complete" and out["legal_points"] == len(legal)
+    assert out["measured_by_sweep"] == len(legal) - 1 == len(table.order) - 1
+    assert {json.dumps(p, sort_keys=True) for p in table.order} == {json.dumps(p, sort_keys=True) for p in legal}
+    assert table.order[1:] != legal[1:], "shuffled: a slow phase of the host is spread over the space"
+    assert all(not wl.template("cpu").space.violations(p, [wl.shape_from_text("64x256")]) for p in table.order)
+
+
+def test_a_space_over_the_limit_is_not_swept_and_a_cut_sweep_says_so():
+    table = _Landscape()
+    out = suite.sweep("rmsnorm", table, "64x256", 10, _Quiet(), time.monotonic() + 60)
+    assert out["status"].startswith("not swept:") and not table.order
+    out = suite.sweep("rmsnorm", table, "64x256", 10_000, _Quiet(), time.monotonic() - 1)
+    assert out["status"].startswith("incomplete") and table.deadline is None

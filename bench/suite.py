@@ -61,6 +61,7 @@ class Plan:
     confirm_top: int = 6              # search: the best points measured again before scoring…
     confirm_extra: int = 2            # …this many more times each (score: median)
     sweep_up_to: int = 0              # search: measure every legal point of a space this small
+    random_seeds: int = 0             # search: more seeds for random search alone (its hit rate)
     shape_runs: bool = True           # a swarm run at each kernel shape, with the search's lessons
     deadline_minutes: float = 85.0    # past this, remaining tasks are skipped (and reported)
     command: str = ""
@@ -167,6 +168,8 @@ def _tasks(plan: Plan) -> int:
         kt = sum(len(plan.budgets) for s in plan.searchers if s.startswith("kt_"))
         n += plan.seeds * (once + kt) + (1 if plan.confirm_top else 0) + plan.sessions * len(plan.shapes[w][1])
         n += 1 if plan.sweep_up_to else 0
+        if "random" in plan.searchers:
+            n += max(0, plan.random_seeds - plan.seeds)
         if plan.shape_runs:
             n += sum(1 for shape in plan.shapes[w][1] if shape != plan.shapes[w][0])
     return n
@@ -242,9 +245,11 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
                                   "best_by_budget": {}}
     table.deadline = stop_at
     raw: dict = {}   # searcher → budget → seed → trace, scored once confirmation is done
-    for seed in range(plan.seeds):
+    for seed in range(max(plan.seeds, plan.random_seeds)):
         teacher = None
         for name in order:
+            if seed >= plan.seeds and name != "random":
+                continue   # the extra seeds are random search's alone: its hit rate, more precisely
             entry = out["searchers"][name]
             for budget in (plan.budgets if name.startswith("kt_") else [top]):
                 progress.task(f"{wname}: {name} seed {seed} budget {budget}")

@@ -53,3 +53,22 @@ def test_a_space_over_the_limit_is_not_swept_and_a_cut_sweep_says_so():
     assert out["status"].startswith("not swept:") and not table.order
     out = suite.sweep("rmsnorm", table, "64x256", 10_000, _Quiet(), time.monotonic() - 1)
     assert out["status"].startswith("incomplete") and table.deadline is None
+
+
+def test_extra_random_seeds_run_random_search_alone(monkeypatch):
+    calls = []
+
+    def fake_searcher(name, table, shape, budget, seed, teacher=None):
+        calls.append((name, seed))
+        return [({"VEC": 8, "THREADS": 2}, 1.0)]
+    monkeypatch.setattr(suite.searchers, "run_searcher", fake_searcher)
+    monkeypatch.setattr(suite.searchers, "swarm_trace", lambda *a, **k: calls.append(("swarm_cold", a[3])) or
+                        [({"VEC": 8, "THREADS": 2}, 1.0)])
+    plan = suite.Plan(workloads=["rmsnorm"], budgets=[2], seeds=2, random_seeds=5, confirm_top=0,
+                      searchers=["swarm_cold", "swarm_warm", "random"])
+    out = suite.search_section("rmsnorm", _Landscape(), "64x256", plan, _Quiet(), suite.Clock(5),
+                               time.monotonic() + 60)
+    assert sorted(s for n, s in calls if n == "random") == [0, 1, 2, 3, 4]
+    assert sorted(s for n, s in calls if n != "random") == [0, 0, 1, 1]
+    assert out["searchers"]["random"]["uniform_draws"]["draws"] == 5
+    assert len(out["searchers"]["swarm_cold"]["runs"]) == 2

@@ -54,6 +54,9 @@ class Command(BaseCommand):
         parser.add_argument("--sweep-up-to", type=int, metavar="N",
                             help="search: also measure every legal point of a space of at most N points, so random "
                                  "search's expected evaluations come from the whole landscape (default: off)")
+        parser.add_argument("--random-seeds", type=int, metavar="N",
+                            help="search: run random search over N seeds (more than --seeds) for a tighter estimate "
+                                 "of its hit rate; the other searchers keep --seeds")
         parser.add_argument("--no-shape-runs", action="store_true",
                             help="compare the search's best at each kernel shape as it is, without a swarm run "
                                  "at that shape with the search's lessons")
@@ -90,7 +93,8 @@ class Command(BaseCommand):
                                seeds=o["seeds"], sessions=o["sessions"], min_calls=o["min_calls"],
                                search_min_calls=o["search_min_calls"],
                                confirm_top=o["confirm_top"], confirm_extra=o["confirm_extra"],
-                               sweep_up_to=o["sweep_up_to"], searchers=chosen, deadline_minutes=o["deadline_minutes"],
+                               sweep_up_to=o["sweep_up_to"], random_seeds=o["random_seeds"],
+                               searchers=chosen, deadline_minutes=o["deadline_minutes"],
                                search_workloads=o["search"])
         plan.compile_baseline = not o["no_compile"]
         plan.shape_runs = not o["no_shape_runs"]
@@ -160,7 +164,7 @@ def _argv_from_options(o) -> list[str]:
     for w in o.get("search") or []:
         argv += ["--search", w]
     for key in ("budgets", "seeds", "searchers", "sessions", "min_calls", "search_min_calls", "confirm_top",
-                "confirm_extra", "sweep_up_to", "deadline_minutes", "out", "docs"):
+                "confirm_extra", "sweep_up_to", "random_seeds", "deadline_minutes", "out", "docs"):
         if o.get(key) is not None:
             argv += ["--" + key.replace("_", "-"), str(o[key])]
     for s in o.get("shape") or []:

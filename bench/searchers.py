@@ -44,7 +44,14 @@ def _template(table: Table):
 
 # --------------------------------------------------------------------------- the swarm
 
-def swarm_trace(table: Table, shape: str, budget: int, seed: int, knowledge, cold: bool) -> list:
+class Trace(list):
+    """A swarm run's (params, score) per evaluation, and ``best``: the params of the kernel the
+    run itself reported as its best (its confirmed best), which the next run's lessons start from."""
+
+    best: dict | None = None
+
+
+def swarm_trace(table: Table, shape: str, budget: int, seed: int, knowledge, cold: bool) -> Trace:
     """One whole swarm run (all agents, population 8, no stagnation stop)."""
     store = InMemoryStore()
     eng = Engine(store, TableExecutor(table), knowledge, ListSink(), fingerprint="bench")
@@ -52,8 +59,11 @@ def swarm_trace(table: Table, shape: str, budget: int, seed: int, knowledge, col
                 budget=Budget(evaluations=budget, stagnation_generations=None))
     rid = eng.start(goal)
     eng.run(rid)
-    return [(c.params, c.score) for c in sorted(store.candidates(rid), key=lambda c: c.id)
-            if c.result is not None]
+    cands = sorted(store.candidates(rid), key=lambda c: c.id)
+    trace = Trace((c.params, c.score) for c in cands if c.result is not None)
+    best_id = store.load_run(rid).best_id
+    trace.best = next((c.params for c in cands if c.id == best_id), None)
+    return trace
 
 
 def swarm_run(table, shape, budget, seed, knowledge, cold) -> list[float]:

@@ -287,11 +287,14 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
         entry = out["searchers"][name]
         for budget, by_seed in by_budget.items():
             for seed, trace in by_seed.items():
+                reported = getattr(trace, "best", None)
                 # Every searcher is credited with the point's confirmed score.
                 trace = [(p, table.score(shape, p, default=sc)) for p, sc in trace]
                 curve = best_so_far([sc for _, sc in trace])
                 if budget == top:
                     entry["runs"][str(seed)] = {"trace": [[p, sc] for p, sc in trace], "curve": curve}
+                    if reported is not None:
+                        entry["runs"][str(seed)]["reported_best"] = reported
                 if name.startswith("kt_"):
                     entry["best_by_budget"].setdefault(str(budget), {})[str(seed)] = _at(curve, budget)
                 else:
@@ -330,7 +333,10 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
                                 # No hit in n draws: p < 3/n at 95% confidence ("rule of three").
                                 "expected_evals_lower_bound": None if hits else len(draws) / 3}
     # Self-improvement: the warm run of seed s learned from the cold run of seed s; how many
-    # evaluations each needed to reach that cold run's final best.
+    # evaluations each needed to reach that cold run's final best: the kernel the cold run
+    # reported (its confirmed best), scored like every point, by the table's final figure. Not
+    # the highest final figure in its trace: the table's own confirmation, after every run,
+    # can lift a point the cold run measured once and never knew to be its best.
     cold, warm = out["searchers"].get("swarm_cold"), out["searchers"].get("swarm_warm")
     if cold and warm and cold["runs"] and warm["runs"]:
         rows = []
@@ -338,8 +344,10 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
             c = cold["runs"].get(seed)
             if not (c and c["curve"]):
                 continue
-            goal = c["curve"][-1]
+            reported = c.get("reported_best")
+            goal = table.score(shape, reported) if reported else c["curve"][-1]
             rows.append({"seed": int(seed), "teacher_seed": int(seed), "teacher_best": goal,
+                         "teacher_best_params": reported, "teacher_trace_max": c["curve"][-1],
                          "warm_evals": evals_to(w["curve"], goal), "cold_evals": evals_to(c["curve"], goal)})
         out["self_improvement"] = rows
     return out

@@ -2,7 +2,7 @@
 import json
 import time
 
-from bench import suite
+from bench import searchers, suite
 from bench.measure import Table
 from kernels import workloads
 from swarm.types import Result
@@ -72,3 +72,28 @@ def test_extra_random_seeds_run_random_search_alone(monkeypatch):
     assert sorted(s for n, s in calls if n != "random") == [0, 0, 1, 1]
     assert out["searchers"]["random"]["uniform_draws"]["draws"] == 5
     assert len(out["searchers"]["swarm_cold"]["runs"]) == 2
+
+
+def test_self_improvement_aims_at_the_kernel_the_cold_run_reported_not_a_point_lifted_after_it(monkeypatch):
+    table = _Landscape()
+    pts = [{"VEC": v, "THREADS": t} for v, t in ((1, 1), (8, 1), (16, 1), (8, 2), (16, 2))]
+    for p in pts:
+        table.measure("64x256", "", p)
+    lucky, best = pts[3], pts[4]
+
+    def cold(table_, shape, budget, seed, knowledge, cold):
+        trace = searchers.Trace((p, table_.score(shape, p)) for p in pts)
+        trace.best = best
+        # After the run, the table's own confirmation lifts a point the run measured once.
+        table_.rows[table_.key(shape, lucky)]["result"]["score"] = 9.0
+        return trace
+    monkeypatch.setattr(suite.searchers, "swarm_trace", cold)
+    monkeypatch.setattr(suite.searchers, "run_searcher",
+                        lambda name, t, shape, budget, seed, teacher=None: [(best, t.score(shape, best))])
+    plan = suite.Plan(workloads=["rmsnorm"], budgets=[5], seeds=1, confirm_top=0,
+                      searchers=["swarm_cold", "swarm_warm"])
+    out = suite.search_section("rmsnorm", table, "64x256", plan, _Quiet(), suite.Clock(5), time.monotonic() + 60)
+    [row] = out["self_improvement"]
+    assert row["teacher_best_params"] == best and row["teacher_best"] == table.score("64x256", best)
+    assert row["teacher_trace_max"] == 9.0
+    assert row["warm_evals"] == 1 and row["cold_evals"] == 4

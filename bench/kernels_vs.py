@@ -29,7 +29,7 @@ def measure_roofline(fingerprint: dict, earlier: dict | None = None) -> dict:
     out = dict(earlier or {})
     out.setdefault("measurements", [])
     out["measurements"] = out["measurements"] + probes
-    for figure in ("copy_gbs", "triad_gbs", "peak_gflops"):
+    for figure in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs"):
         out[figure] = max([p.get(figure, 0.0) for p in out["measurements"]] +
                           ([p.get("peak_gflops_512bit", 0.0) for p in out["measurements"]]
                            if figure == "peak_gflops" else []))

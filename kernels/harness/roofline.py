@@ -35,7 +35,7 @@ def measure_host(fingerprint: dict) -> dict:
     if "avx512f" in fingerprint.get("cpu_flags", []):
         wide = measure_cpu(extra_flags=("-DVEC_BYTES=64",))
         data["peak_gflops_256bit"], data["peak_gflops_512bit"] = data["peak_gflops"], wide["peak_gflops"]
-        for figure in ("copy_gbs", "triad_gbs", "peak_gflops"):
+        for figure in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs"):
             data[figure] = max(data.get(figure, 0.0), wide.get(figure, 0.0))
     return data
 
@@ -54,7 +54,7 @@ def cpu_ceilings(fingerprint: dict, refresh: bool = False) -> dict:
         if old and not refresh:
             return old
     data = measure_host(fingerprint)
-    for figure in ("copy_gbs", "triad_gbs", "peak_gflops"):
+    for figure in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs"):
         data[figure] = max(data.get(figure, 0.0), old.get(figure, 0.0))
     data["fingerprint_key"] = key
     data["measurements"] = old.get("measurements", 0) + 1

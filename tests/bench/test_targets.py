@@ -97,3 +97,16 @@ def test_with_the_whole_space_measured_random_searchs_expectation_is_exact_not_e
     # A swarm that never got there, within a budget already a third of random's, did not meet it.
     result["search"]["softmax"]["searchers"]["swarm_cold"].update(median_evals_to_95pct=None, runs={"0": {}})
     assert _efficiency(result)["met"] is False
+
+
+def test_where_the_run_measured_a_streaming_store_copy_the_faster_copy_is_the_ceiling():
+    # Plain-store copy 70 GB/s; with streaming stores 100 GB/s. A kernel at 61.5% of the plain
+    # copy is at 43% of the streaming one: 8x is reachable in principle, just not reached.
+    result = _result(3.5, 61.5)
+    result["roofline"]["measurements"] = [{"copy_gbs": 70.0, "copy_nt_gbs": 100.0}]
+    row = _numpy_row(result)
+    assert row["met"] is False
+    assert abs(row["bound"] - 3.5 / 0.4305) < 1e-9
+    assert "copy bandwidth with streaming stores" in row["note"] and "beyond" not in row["note"]
+    assert "8x is within this host's memory system (it takes 98% of the copy bandwidth with streaming stores)" \
+        in row["note"]

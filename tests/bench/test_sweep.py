@@ -50,7 +50,12 @@ def test_every_legal_point_is_measured_once_in_a_shuffled_order():
 def test_a_space_over_the_limit_is_not_swept_and_a_cut_sweep_says_so():
     table = _Landscape()
     out = suite.sweep("rmsnorm", table, "64x256", 10, _Quiet(), time.monotonic() + 60)
-    assert out["status"].startswith("not swept:") and not table.order
+    assert out["status"].startswith("not swept: more than 10 legal points") and not table.order
+    started = time.monotonic()
+    big = suite.sweep("matmul", Table("matmul", min_calls=5, log=None), "64x64x64", 1000, _Quiet(),
+                      time.monotonic() + 60)
+    assert big["status"].startswith("not swept") and time.monotonic() - started < 10, \
+        "a space of millions is refused without enumerating it"
     out = suite.sweep("rmsnorm", table, "64x256", 10_000, _Quiet(), time.monotonic() - 1)
     assert out["status"].startswith("incomplete") and table.deadline is None
 

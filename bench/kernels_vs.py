@@ -15,7 +15,7 @@ import statistics
 
 from kernels import workloads
 from kernels.harness.evaluator import EvalSettings, Evaluator
-from kernels.harness.roofline import measure_host
+from kernels.harness.roofline import FIGURES, measure_host
 
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -29,7 +29,7 @@ def measure_roofline(fingerprint: dict, earlier: dict | None = None) -> dict:
     out = dict(earlier or {})
     out.setdefault("measurements", [])
     out["measurements"] = out["measurements"] + probes
-    for figure in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs"):
+    for figure in FIGURES:
         out[figure] = max([p.get(figure, 0.0) for p in out["measurements"]] +
                           ([p.get("peak_gflops_512bit", 0.0) for p in out["measurements"]]
                            if figure == "peak_gflops" else []))

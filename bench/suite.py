@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import json
 import os
 import platform
 import random
@@ -203,7 +202,7 @@ def sweep(wname: str, table: Table, shape: str, limit: int, progress: Progress, 
     finally:
         table.deadline = None
         progress.finished()
-    out["points"] = [json.dumps(p, sort_keys=True) for p in points]
+    out["points"] = points   # popped by search_section once the best is known
     return out
 
 
@@ -309,12 +308,12 @@ def search_section(wname: str, table: Table, shape: str, plan: Plan, progress: P
     out["target_95pct"] = 0.95 * best_known
     out["distinct_points_measured"] = sum(1 for r in table.rows.values() if r["shape"] == shape)
     if swept is not None:
-        keys = swept.pop("points", [])
+        points = swept.pop("points", [])
         if swept["status"] == "complete":
             # Uniform draws without repeats, H hits among V legal points: the first hit comes
             # at draw (V + 1) / (H + 1) on average.
-            hits = sum(1 for k in keys if table.score(shape, json.loads(k)) >= out["target_95pct"])
-            swept.update(hits=hits, expected_random_evals=(len(keys) + 1) / (hits + 1))
+            hits = sum(1 for p in points if table.score(shape, p) >= out["target_95pct"])
+            swept.update(hits=hits, expected_random_evals=(len(points) + 1) / (hits + 1))
         out["sweep"] = swept
     for name, entry in out["searchers"].items():
         entry["at_budget"] = {b: _stats([entry["best_by_budget"].get(b, {}).get(str(s)) for s in range(plan.seeds)])

@@ -68,7 +68,7 @@ def _bandwidth_bound(result, k, ratio):
         return None, None, None
     roof = result.get("roofline") or {}
     copy = roof.get("copy_gbs") or 0.0
-    nt = max([roof.get("copy_nt_gbs") or 0.0] + [m.get("copy_nt_gbs") or 0.0 for m in roof.get("measurements", [])])
+    nt = roof.get("copy_nt_gbs") or 0.0
     probe = "copy bandwidth"
     if copy and nt > copy:
         pct, probe = pct * copy / nt, "copy bandwidth with streaming stores"

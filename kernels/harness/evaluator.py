@@ -260,7 +260,7 @@ class Evaluator:
             first = sessions[0][0]
             bench["notes"] = bench["notes"] + [
                 f"timed {len(sessions)} times: the host was in a slow phase ({first.sentence()}); "
-                f"kept the calmest session ({kept.sentence() if kept.baseline else 'no baseline'})"]
+                f"kept the calmest session ({kept.sentence()})"]
             bench["summary"] += f"; calmest of {len(sessions)} sessions"
         return bench
 

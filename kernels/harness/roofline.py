@@ -15,6 +15,8 @@ from pathlib import Path
 from kernels.targets.base import cache_dir
 
 HERE = Path(__file__).parent
+# What the probes measure; each keeps the highest value seen (a busy host only lowers them).
+FIGURES = ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs")
 
 
 def measure_cpu(cc: str = "gcc", extra_flags: tuple = ()) -> dict:
@@ -35,7 +37,7 @@ def measure_host(fingerprint: dict) -> dict:
     if "avx512f" in fingerprint.get("cpu_flags", []):
         wide = measure_cpu(extra_flags=("-DVEC_BYTES=64",))
         data["peak_gflops_256bit"], data["peak_gflops_512bit"] = data["peak_gflops"], wide["peak_gflops"]
-        for figure in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs"):
+        for figure in FIGURES:
             data[figure] = max(data.get(figure, 0.0), wide.get(figure, 0.0))
     return data
 
@@ -54,7 +56,7 @@ def cpu_ceilings(fingerprint: dict, refresh: bool = False) -> dict:
         if old and not refresh:
             return old
     data = measure_host(fingerprint)
-    for figure in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs"):
+    for figure in FIGURES:
         data[figure] = max(data.get(figure, 0.0), old.get(figure, 0.0))
     data["fingerprint_key"] = key
     data["measurements"] = old.get("measurements", 0) + 1

@@ -60,6 +60,16 @@ def compiler_version() -> str:
 
 
 @functools.lru_cache(maxsize=1)
+def include_digest() -> str:
+    """A digest of the harness headers kernels may include: a changed int21/simd.h must not
+    reuse shared objects built against the old one."""
+    h = hashlib.sha256()
+    for path in sorted(INCLUDE_DIR.rglob("*.h")):
+        h.update(path.relative_to(INCLUDE_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
 def cpu_fingerprint() -> dict:
     model, flags = platform.processor() or "", []
     try:
@@ -133,7 +143,7 @@ class CpuTarget:
     def compile(self, source: str, params: dict, options: dict) -> Artifact | CompileFailure:
         flags = self.flags(options)
         text = param_prelude(params) + source
-        key = hashlib.sha256("\0".join([text, " ".join(flags), compiler_version()]).encode()).hexdigest()[:32]
+        key = hashlib.sha256("\0".join([text, " ".join(flags), compiler_version(), include_digest()]).encode()).hexdigest()[:32]
         out_dir = cache_dir() / "cpu"
         out_dir.mkdir(parents=True, exist_ok=True)
         artifact = out_dir / f"{key}.so"

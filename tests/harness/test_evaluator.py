@@ -16,10 +16,12 @@ def timed_outcome():
     return Evaluator(settings).evaluate(src, params, WL, "cpu")
 
 
-@pytest.mark.parametrize("variant", ["two_pass", "online"])
+@pytest.mark.parametrize("variant", ["two_pass", "online", "staged"])
 def test_every_softmax_seed_passes_on_cpu(variant):
     tpl = WL.template("cpu")
     params = {**tpl.space.default(), "ALGO": variant}
+    if variant == "staged":
+        params["VEC"] = 16  # vector-only
     outcome = Evaluator(EvalSettings(timing=False)).evaluate(tpl.source(variant), params, WL, "cpu")
     assert outcome.status == "ok", outcome.reason
     cases = outcome.stage("correctness").details["cases"]
@@ -28,7 +30,7 @@ def test_every_softmax_seed_passes_on_cpu(variant):
     assert len({c["seed"] for c in cases}) >= 5 and len({c["shape"] for c in cases}) >= 3
 
 
-@pytest.mark.parametrize("variant", ["two_pass", "online"])
+@pytest.mark.parametrize("variant", ["two_pass", "online", "staged"])
 @pytest.mark.parametrize("vec", [8, 16])
 def test_softmax_streaming_stores_and_next_row_prefetch_are_correct_on_every_shape(variant, vec):
     """NT peels to the vector alignment of each row of y (awkward widths put every row at a
@@ -38,6 +40,19 @@ def test_softmax_streaming_stores_and_next_row_prefetch_are_correct_on_every_sha
     outcome = Evaluator(EvalSettings(timing=False)).evaluate(tpl.source(variant), params, WL, "cpu")
     assert outcome.status == "ok", outcome.reason
     assert {c["shape"] for c in outcome.stage("correctness").details["cases"]} >= {"67x1013", "5x4099"}
+
+
+@pytest.mark.parametrize("vec", [8, 16])
+def test_softmax_staged_rows_longer_than_its_l1_buffer_recompute_exp_and_stay_exact(vec):
+    """The staged variant keeps a row's exp in an 8192-float buffer; a longer row takes the
+    recompute path, which the workload's own shapes never reach."""
+    tpl = WL.template("cpu")
+    params = {**tpl.space.default(), "ALGO": "staged", "VEC": vec, "NT": 1, "PF": 1, "THREADS": 2}
+    long_rows = (Shape.of(rows=3, cols=8193), Shape.of(rows=2, cols=12001))
+    outcome = Evaluator(EvalSettings(timing=False, extra_shapes=long_rows)).evaluate(
+        tpl.source("staged"), params, WL, "cpu")
+    assert outcome.status == "ok", outcome.reason
+    assert {c["shape"] for c in outcome.stage("correctness").details["cases"]} >= {"3x8193", "2x12001"}
 
 
 def test_a_timed_evaluation_reports_speedups_as_ratios_of_medians(timed_outcome):

@@ -81,7 +81,7 @@ def test_the_variant_agent_stops_switching_to_a_template_measured_well_below_the
     ctx = make_ctx(history_size=0)
     ctx.natural = {"THREADS": 2, "VEC": 16}
     opening = registry.get("variant").propose(ctx, 4)
-    assert {d.params["ALGO"] for d in opening} == {"two_pass", "online"}
+    assert {d.params["ALGO"] for d in opening} == {"two_pass", "online", "staged"}
     assert all(d.params["THREADS"] == 2 and d.params["VEC"] == 16 for d in opening)   # where they would run
     assert all("natural" in d.rationale for d in opening)
 

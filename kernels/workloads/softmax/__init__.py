@@ -35,7 +35,9 @@ def make_inputs(shape: Shape, distribution: str, seed: int) -> dict:
 
 SPACE = DesignSpace(
     params=(
-        Param("ALGO", "variant", choices=("two_pass", "online"), help="algorithm template"),
+        Param("ALGO", "variant", choices=("two_pass", "online", "staged"),
+              help="algorithm template: two_pass (max, exp+sum, scale), online (running max and sum), "
+                   "staged (exp once into an L1 buffer, the cheap 2^t exp)"),
         Param("THREADS", "choice", choices=(1, 2, 4, 8), help="OpenMP threads"),
         Param("VEC", "choice", choices=(1, 8, 16), help="vector width: scalar, AVX2 or AVX-512"),
         Param("FAST_EXP", "bool", help="scalar loops: polynomial exp instead of libm expf"),
@@ -47,6 +49,7 @@ SPACE = DesignSpace(
         rowwise.CHUNK_FITS,
         Constraint("NT == 0 or VEC > 1", "non-temporal stores need a vector path (VEC 8 or 16)"),
         Constraint("PF == 0 or VEC > 1", "the next-row prefetch is in the vector paths (VEC 8 or 16)"),
+        Constraint("ALGO != 'staged' or VEC > 1", "the staged variant is vector-only (VEC 8 or 16)"),
     ),
 )
 
@@ -73,7 +76,8 @@ WORKLOAD = Workload(
     bytes_moved=lambda s: 8.0 * s["rows"] * s["cols"],
     out_shapes=lambda s: {"y": (s["rows"], s["cols"])},
     templates={
-        "cpu": Template("cpu", {"two_pass": "cpu_two_pass.c", "online": "cpu_online.c"}, SPACE,
+        "cpu": Template("cpu", {"two_pass": "cpu_two_pass.c", "online": "cpu_online.c",
+                                "staged": "cpu_staged.c"}, SPACE,
                         variant_param="ALGO", folder=HERE),
         "cuda": Template("cuda", {"rowwise": "cuda_rowwise.cu", "warp": "cuda_warp.cu"}, CUDA_SPACE,
                          variant_param="ALGO", folder=HERE, launch=rowwise.cuda_launch),

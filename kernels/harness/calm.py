@@ -10,6 +10,12 @@ all, so the candidate's ratio to NumPy from that session was off by a third. The
 then times again in a fresh process and keeps the calmest session (the one whose baselines
 were closest to their usual medians), which is chosen by the baselines alone, never by the
 candidate's own figure.
+
+The hypervisor says it too: on a virtual machine, time the host gave our virtual CPUs to
+someone else is counted as "steal" in /proc/stat. A session in which one CPU lost a share s
+of its time ran a statically scheduled parallel kernel about 1/(1 - s) slower, whatever the
+baselines show (a single-threaded baseline on a two-core host may not notice at all). The
+candidate cannot cause or hide steal time, so it joins the baselines as a signal.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from kernels.targets.base import cache_dir
 WINDOW = 16      # the medians remembered per baseline (older ones age out: a host that got
                  # slower for good stops being "disturbed" after this many sessions)
 SLOW = 1.2       # a baseline this much slower than its usual median: a slow phase
+                 # (also: one CPU's steal above 1 - 1/SLOW, a sixth of its time)
 
 
 @dataclass
@@ -36,20 +43,52 @@ class Calm:
     median_ms: float | None = None
     usual_ms: float | None = None
     usual: dict = field(default_factory=dict)
+    steal: float | None = None   # the largest share of one CPU's time stolen during the session
+
+    @property
+    def slowness(self) -> float:
+        """How much slower than usual the session ran, by the worse of the two signals."""
+        stolen = 1.0 / (1.0 - min(self.steal, 0.9)) if self.steal else 1.0
+        return max(self.ratio, stolen)
 
     @property
     def disturbed(self) -> bool:
-        return self.ratio > SLOW
+        return self.slowness > SLOW
 
     def sentence(self) -> str:
+        steal = f"; {100 * self.steal:.0f}% of the CPU time stolen by the hypervisor" if self.steal else ""
         if self.baseline is None:
-            return "no usual baseline figures on this host yet"
+            return "no usual baseline figures on this host yet" + steal
         return (f"{self.baseline} {self.median_ms:.3f} ms against its usual {self.usual_ms:.3f} ms "
-                f"on this host ({100 * (self.ratio - 1):+.0f}%)")
+                f"on this host ({100 * (self.ratio - 1):+.0f}%)" + steal)
 
     def to_json(self) -> dict:
         return {"ratio": round(self.ratio, 4), "baseline": self.baseline, "median_ms": self.median_ms,
-                "usual_ms": self.usual_ms}
+                "usual_ms": self.usual_ms, "steal": None if self.steal is None else round(self.steal, 4)}
+
+
+def cpu_ticks() -> list[tuple[int, int]] | None:
+    """(steal, total) clock ticks since boot of each CPU, from /proc/stat; None off Linux."""
+    out = []
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) >= 9:
+                    ticks = [int(v) for v in fields[1:9]]   # user nice system idle iowait irq softirq steal
+                    out.append((ticks[7], sum(ticks)))
+    except (OSError, ValueError):
+        return None
+    return out or None
+
+
+def steal_between(before, after) -> float | None:
+    """The largest share of one CPU's time stolen between two :func:`cpu_ticks` samples: a
+    statically scheduled parallel kernel runs at the pace of its slowest CPU."""
+    if not before or not after or len(before) != len(after):
+        return None
+    shares = [(a[0] - b[0]) / (a[1] - b[1]) for b, a in zip(before, after) if a[1] > b[1]]
+    return max(0.0, *shares) if shares else None
 
 
 class BaselineNorms:

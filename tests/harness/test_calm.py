@@ -51,6 +51,23 @@ def test_the_slowest_baseline_decides_and_each_host_shape_and_cache_mode_has_its
         assert other.usual() == {}
 
 
+def test_cpu_time_stolen_by_the_hypervisor_makes_a_session_slow_whatever_the_baselines_say(tmp_path):
+    norms = BaselineNorms({"cpu_model": "x"}, "softmax", "cpu", "4x4", False, root=tmp_path)
+    norms.record(_timings(numpy=20.0, torch=4.0))
+    judged = norms.judge(_timings(numpy=20.2, torch=4.1))
+    assert not judged.disturbed
+    judged.steal = 0.25                      # a quarter of the CPUs' time went elsewhere
+    assert judged.disturbed and round(judged.slowness, 3) == 1.333
+    assert judged.sentence().endswith("25% of the CPU time stolen by the hypervisor")
+    assert judged.to_json()["steal"] == 0.25
+    # the ticks: (steal, total) per CPU from /proc/stat; the worst CPU's share between samples
+    assert calm.steal_between([(10, 1000), (0, 1000)], [(60, 1200), (2, 1200)]) == 0.25
+    assert calm.steal_between(None, [(60, 1200)]) is None
+    assert calm.steal_between([(10, 1000)], [(10, 1000)]) is None
+    ticks = calm.cpu_ticks()
+    assert ticks is None or all(0 <= steal <= total for steal, total in ticks)
+
+
 def _norms():
     return BaselineNorms(get_target("cpu").fingerprint(), "softmax", "cpu", SHAPE.label(), False)
 

@@ -32,7 +32,7 @@ def test_a_learned_variant_joins_the_variant_param_and_brings_its_source():
     lesson = Lesson(kind="variant", workload="softmax", target="cpu", fingerprint="", shape_bucket="",
                     text="", data={"variant": "llm_r1_c9", "source": "/* mine */\n"})
     learned = learned_template(tpl, [lesson])
-    assert learned.space.param("ALGO").values() == ["two_pass", "online", "llm_r1_c9"]
+    assert learned.space.param("ALGO").values() == ["two_pass", "online", "staged", "llm_r1_c9"]
     assert learned.source("llm_r1_c9") == "/* mine */\n" and learned.source("online") == tpl.source("online")
     assert learned_template(tpl, []) is tpl
     cuda = workloads.get("softmax").template("cuda")

@@ -22,7 +22,7 @@ from swarm import registry
 from swarm.agents.base import Context
 from swarm.events import make_event
 from swarm.guidance import Steering, validate
-from swarm.knowledge.distil import distil
+from swarm.knowledge.distil import distil, ranked
 from swarm.knowledge.variants import promote, template_for
 from swarm.llm.config import LLMConfigError, validate_goal_llm
 from swarm.llm.session import LLMSession, open_session
@@ -374,7 +374,7 @@ class Engine:
     def _finish(self, run: RunRecord, evaluated: list[Candidate], reason: str) -> None:
         evaluated, confirmations = self._confirm(run, evaluated)
         self._distil(run, evaluated)
-        best = max((c for c in evaluated if c.result.ok), key=lambda c: c.score, default=None)
+        best = next(iter(ranked(evaluated)), None)   # a confirmed one, once any was confirmed
         run = self.store.load_run(run.id)
         run.finish_reason = reason
         run.best_id = best.id if best else None

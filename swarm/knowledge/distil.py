@@ -8,6 +8,15 @@ from swarm.knowledge import shape_bucket
 from swarm.types import Candidate, Lesson
 
 
+def ranked(history: list[Candidate]) -> list[Candidate]:
+    """Correct candidates best first. Once a run has confirmed any (re-measured them, see
+    ``Engine._confirm``), the confirmed lead: a single draw still above their medians after the
+    confirmation passes is an unchecked optimist, not a best to report or to learn from."""
+    ok = sorted((c for c in history if c.result is not None and c.result.ok), key=lambda c: -c.score)
+    confirmed = [c for c in ok if c.result.measurements]
+    return confirmed + [c for c in ok if not c.result.measurements] if confirmed else ok
+
+
 def distil(history: list[Candidate], *, workload: str, target: str, fingerprint: str, shapes: list,
            run_id: int | None = None, space=None) -> list[Lesson]:
     evaluated = [c for c in history if c.result is not None]
@@ -16,8 +25,7 @@ def distil(history: list[Candidate], *, workload: str, target: str, fingerprint:
     bucket = shape_bucket(shapes[0]) if shapes else ""
     base = dict(workload=workload, target=target, fingerprint=fingerprint, shape_bucket=bucket, run_id=run_id)
     lessons = []
-    ok = sorted((c for c in evaluated if c.result.ok), key=lambda c: -c.score)
-    for rank_, c in enumerate(ok[:3]):
+    for rank_, c in enumerate(ranked(evaluated)[:3]):
         lessons.append(Lesson(kind="best_config", text=(
             f"#{rank_ + 1} at {shapes[0] if shapes else 'these shapes'}: {_fmt(c.params)} "
             f"scored {c.score:.2f}x ({c.result.median_ms:.3f} ms)"),

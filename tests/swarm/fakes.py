@@ -6,7 +6,7 @@ from swarm.types import Result
 FACTORS = {
     "VEC": {1: 0.4, 8: 2.4, 16: 3.0},
     "THREADS": {1: 1.0, 2: 1.8, 4: 1.6, 8: 1.3},
-    "ALGO": {"two_pass": 1.1, "online": 1.0},
+    "ALGO": {"two_pass": 1.1, "online": 1.0, "staged": 1.2},
     "FAST_EXP": {0: 0.8, 1: 1.0},
     "CHUNK": {1: 1.0, 4: 1.05, 16: 1.02, 64: 0.9},
 }

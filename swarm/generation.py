@@ -265,7 +265,7 @@ class Engine:
         if isinstance(ctx.llm, LLMSession):
             run.llm_usage = dict(ctx.llm.usage)
         run.stagnant = 0 if improved else run.stagnant + 1
-        best = max((c for c in evaluated_now if c.result.ok), key=lambda c: c.score, default=None)
+        best = next(iter(ranked(evaluated_now)), None)
         run.best_id = best.id if best else None
         run.generation += 1
         run.active_seconds += self.clock() - t0

@@ -76,11 +76,15 @@ class Guarded:
     def ptr(self) -> int:
         return self.body.ctypes.data
 
-    def poison(self, rng=None) -> None:
+    def poison(self, rng=None, fill=None) -> None:
         """Quiet NaNs; with ``rng`` a fresh payload each time, so a kernel cannot tell a
-        checked call from another by the bytes it finds in its output."""
+        checked call from another by the bytes it finds in its output. ``fill``: the
+        harness's streaming fill (fill.c), which leaves none of the output in the cache."""
         word = POISON_WORD if rng is None else np.uint32(0x7FC00000 | int(rng.integers(1, 1 << 22)))
-        self.body.fill(word)
+        if fill is None:
+            self.body.fill(word)
+        else:
+            fill(self.ptr, self.words, int(word))
 
     def scribble(self, rng) -> None:
         """Random finite values: an output element the kernel does not write stays wrong."""
@@ -289,17 +293,32 @@ def _blas_info() -> list:
         return []
 
 
+def _streaming_fill(timing: dict, notes: list):
+    """The harness's poison fill with streaming stores (fill.c), or None for numpy's."""
+    path = timing.get("fill_lib")
+    if not path:
+        return None
+    try:
+        fn = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL).i21_fill_nt
+    except (OSError, AttributeError) as exc:
+        notes.append(f"poison fill through the cache: {exc}")
+        return None
+    fn.restype = None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32]
+    return fn
+
+
 def prepare_timing(timing: dict) -> tuple:
     """Trusted set-up, before isolation and before the candidate is loaded: the inputs,
-    and the baselines (torch.compile imports and writes its cache lazily)."""
+    the baselines (torch.compile imports and writes its cache lazily), and the poison fill."""
     case = Case(timing["case"])
     dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     baselines, notes = _load_baselines(timing, case, dims, scalars)
-    return case, baselines, notes
+    return case, baselines, notes, _streaming_fill(timing, notes)
 
 
 def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> None:
-    case, baselines, notes = prepared
+    case, baselines, notes, fill = prepared
     dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     cand_call = kernel.bind(case.buffers(), dims, scalars)
     outs = case.outputs
@@ -351,7 +370,7 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> N
             if rnd % impl["stride"]:
                 continue
             for g in impl["outputs"].values():
-                g.poison(rng)
+                g.poison(rng, fill)  # in DRAM, not in the cache: no write-back of it inside the timing
             flush()
             is_cand = impl["name"] == "candidate"
             if is_cand:
@@ -381,7 +400,7 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> N
     problems = case.check_inputs()
     emit("timing", outputs=saved["a"], outputs_b=saved.get("b", {}), samples=samples, problems=problems,
          timed_calls=calls, mismatch_at_call=mismatch_at, cpu_seconds=cpu_s, wall_seconds=wall_s, notes=notes,
-         blas=timing.get("blas", []))
+         blas=timing.get("blas", []), poison_fill="cached" if fill is None else "streaming")
 
 
 def _rel_err(s: list[float]) -> float:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from kernels import targets, workloads
-from kernels.harness import calm, sandbox
+from kernels.harness import calm, fill, sandbox
 from kernels.harness.outcome import EvalOutcome, Stage
 from kernels.harness.static import check_source
 from kernels.harness.timing import speedups, summarize
@@ -306,7 +306,8 @@ class Evaluator:
         result["details"].update(
             timings=timings, timed_calls=rec.get("timed_calls"), blas=rec.get("blas"),
             cpu={"cpu_per_wall": (rec.get("cpu_seconds", 0.0) / wall) if wall else None},
-            shape=tcase.shape.as_dict(), cold_cache=self.settings.cold_cache)
+            shape=tcase.shape.as_dict(), cold_cache=self.settings.cold_cache,
+            poison_fill=rec.get("poison_fill", "cached"))
         cand = timings["candidate"]
         result["summary"] = (f"{cand['median_ms']:.3f} ms median (IQR {cand['iqr_ms']:.3f}, min {cand['min_ms']:.3f}) "
                              f"over {cand['n']} calls, interleaved with "
@@ -416,6 +417,7 @@ class Evaluator:
                 "budget_seconds": s.timing_budget_s,
                 "target_rel_err": s.target_rel_err,
                 "warmup": 2, "cold_cache": s.cold_cache,
+                "fill_lib": None if gpu else fill.library(),
             },
         }
         plan_path = workdir / f"plan_{name}.json"

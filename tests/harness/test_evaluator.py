@@ -79,6 +79,12 @@ def test_the_benchmark_records_which_blas_kernel_the_baseline_ran(timed_outcome)
     assert any(b["internal_api"] == "openblas" and b["architecture"] for b in blas), blas
 
 
+def test_timed_calls_find_their_output_poisoned_in_dram_not_dirty_in_the_cache(timed_outcome):
+    # The poison before each timed call goes out with streaming stores (kernels/harness/fill.c),
+    # so no implementation pays inside its timing for writing the harness's poison back.
+    assert timed_outcome.stage("benchmark").details["poison_fill"] == "streaming"
+
+
 def test_the_spawn_launcher_gives_the_same_verdict_as_the_fork_server():
     tpl = WL.template("cpu")
     outcome = Evaluator(EvalSettings(timing=False, launcher="spawn")).evaluate(

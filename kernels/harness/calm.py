@@ -16,6 +16,15 @@ someone else is counted as "steal" in /proc/stat. A session in which one CPU los
 of its time ran a statically scheduled parallel kernel about 1/(1 - s) slower, whatever the
 baselines show (a single-threaded baseline on a two-core host may not notice at all). The
 candidate cannot cause or hide steal time, so it joins the baselines as a signal.
+
+So does the rest of the host: the timing child counts the CPU time every CPU spent busy
+during its timed calls (/proc/stat, opened before the candidate is loaded) less its own
+(all its threads: candidate, baselines). What is left ran other programs on our cores, a
+share of a CPU that a two-threaded kernel waits for at every barrier while a
+single-threaded baseline may not notice. Measured on this host: a batch whose candidate
+ran 47% slower than in the runs around it, at 1.69 CPUs per wall second against 1.9,
+while both baselines kept their usual medians. The candidate can make itself slower but
+cannot make other programs run.
 """
 from __future__ import annotations
 
@@ -44,12 +53,14 @@ class Calm:
     usual_ms: float | None = None
     usual: dict = field(default_factory=dict)
     steal: float | None = None   # the largest share of one CPU's time stolen during the session
+    others: float | None = None  # CPUs' worth of time other programs ran during the timed calls
 
     @property
     def slowness(self) -> float:
-        """How much slower than usual the session ran, by the worse of the two signals."""
+        """How much slower than usual the session ran, by the worst of the three signals."""
         stolen = 1.0 / (1.0 - min(self.steal, 0.9)) if self.steal else 1.0
-        return max(self.ratio, stolen)
+        crowded = 1.0 / (1.0 - min(self.others, 0.9)) if self.others else 1.0
+        return max(self.ratio, stolen, crowded)
 
     @property
     def disturbed(self) -> bool:
@@ -57,6 +68,8 @@ class Calm:
 
     def sentence(self) -> str:
         steal = f"; {100 * self.steal:.0f}% of the CPU time stolen by the hypervisor" if self.steal else ""
+        if self.others and self.others >= 0.05:
+            steal += f"; other programs ran {100 * self.others:.0f}% of a CPU during the timed calls"
         if self.baseline is None:
             return "no usual baseline figures on this host yet" + steal
         return (f"{self.baseline} {self.median_ms:.3f} ms against its usual {self.usual_ms:.3f} ms "
@@ -64,22 +77,47 @@ class Calm:
 
     def to_json(self) -> dict:
         return {"ratio": round(self.ratio, 4), "baseline": self.baseline, "median_ms": self.median_ms,
-                "usual_ms": self.usual_ms, "steal": None if self.steal is None else round(self.steal, 4)}
+                "usual_ms": self.usual_ms, "steal": None if self.steal is None else round(self.steal, 4),
+                "others": None if self.others is None else round(self.others, 4)}
+
+
+def parse_stat(text: str) -> list[tuple[int, int, int]]:
+    """(steal, busy, total) clock ticks since boot of each CPU, from the text of /proc/stat;
+    busy is user + nice + system + irq + softirq (guest time is inside user)."""
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) >= 9:
+            t = [int(v) for v in fields[1:9]]   # user nice system idle iowait irq softirq steal
+            out.append((t[7], t[0] + t[1] + t[2] + t[5] + t[6], sum(t)))
+    return out
 
 
 def cpu_ticks() -> list[tuple[int, int]] | None:
     """(steal, total) clock ticks since boot of each CPU, from /proc/stat; None off Linux."""
-    out = []
     try:
         with open("/proc/stat") as f:
-            for line in f:
-                fields = line.split()
-                if fields and fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) >= 9:
-                    ticks = [int(v) for v in fields[1:9]]   # user nice system idle iowait irq softirq steal
-                    out.append((ticks[7], sum(ticks)))
+            out = [(steal, total) for steal, _, total in parse_stat(f.read())]
     except (OSError, ValueError):
         return None
     return out or None
+
+
+def others_share(before: tuple, after: tuple) -> float | None:
+    """CPUs' worth of time other programs ran between two samples of (/proc/stat text, this
+    process's CPU seconds, wall seconds) taken by the timing child: busy time of all CPUs less
+    the child's own, per wall second. None without /proc/stat."""
+    if before[0] is None or after[0] is None:
+        return None
+    try:
+        busy = [sum(b for _, b, _ in parse_stat(x[0])) for x in (before, after)]
+    except ValueError:
+        return None
+    wall = after[2] - before[2]
+    if not busy[0] or wall <= 0:
+        return None
+    others = (busy[1] - busy[0]) / os.sysconf("SC_CLK_TCK") - (after[1] - before[1])
+    return max(0.0, others / wall)
 
 
 def steal_between(before, after) -> float | None:

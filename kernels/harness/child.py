@@ -26,6 +26,7 @@ from importlib import import_module
 
 import numpy as np
 
+from kernels.harness import calm
 from kernels.harness.verify import input_digest
 
 GUARD_BYTES = 4096
@@ -314,11 +315,25 @@ def prepare_timing(timing: dict) -> tuple:
     case = Case(timing["case"])
     dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     baselines, notes = _load_baselines(timing, case, dims, scalars)
-    return case, baselines, notes, _streaming_fill(timing, notes)
+    try:  # opened now: after isolation the child opens nothing
+        stat_fd = os.open("/proc/stat", os.O_RDONLY)
+    except OSError:
+        stat_fd = None
+    return case, baselines, notes, _streaming_fill(timing, notes), stat_fd
+
+
+def _host_sample(stat_fd) -> tuple:
+    """(/proc/stat text, this process's CPU seconds, wall seconds): see calm.others_share."""
+    try:
+        text = os.pread(stat_fd, 1 << 16, 0).decode() if stat_fd is not None else None
+    except OSError:
+        text = None
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return text, ru.ru_utime + ru.ru_stime, time.perf_counter()
 
 
 def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> None:
-    case, baselines, notes, fill = prepared
+    case, baselines, notes, fill, stat_fd = prepared
     dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     cand_call = kernel.bind(case.buffers(), dims, scalars)
     outs = case.outputs
@@ -361,6 +376,7 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> N
     mismatch_at = None
     calls = 0
     started = time.perf_counter()
+    host_before = _host_sample(stat_fd)
     budget = timing.get("budget_seconds", 1.0)
     for rnd in range(max_calls):
         which = "b" if (case.alt and rnd % 2) else "a"
@@ -396,11 +412,13 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> N
             precise = all(_rel_err(v) < timing.get("target_rel_err", 0.02) for v in samples.values())
             if precise or elapsed > budget:
                 break
+    host_after = _host_sample(stat_fd)
     emit("phase", phase="timed")
     problems = case.check_inputs()
     emit("timing", outputs=saved["a"], outputs_b=saved.get("b", {}), samples=samples, problems=problems,
          timed_calls=calls, mismatch_at_call=mismatch_at, cpu_seconds=cpu_s, wall_seconds=wall_s, notes=notes,
-         blas=timing.get("blas", []), poison_fill="cached" if fill is None else "streaming")
+         blas=timing.get("blas", []), poison_fill="cached" if fill is None else "streaming",
+         others=calm.others_share(host_before, host_after))
 
 
 def _rel_err(s: list[float]) -> float:

@@ -250,6 +250,7 @@ class Evaluator:
                 return bench
             judged = norms.judge(bench["timings"])
             judged.steal = calm.steal_between(before, calm.cpu_ticks())
+            judged.others = bench.get("others")
             norms.record(bench["timings"])
             sessions.append((judged, bench))
             if not judged.disturbed or len(sessions) > self.settings.retime:
@@ -302,6 +303,7 @@ class Evaluator:
         timings = {name: summarize(samples) for name, samples in rec["samples"].items()}
         result["timings"] = timings
         result["notes"] = rec.get("notes", [])
+        result["others"] = rec.get("others") if isinstance(rec.get("others"), (int, float)) else None
         wall = rec.get("wall_seconds") or 0.0
         result["details"].update(
             timings=timings, timed_calls=rec.get("timed_calls"), blas=rec.get("blas"),

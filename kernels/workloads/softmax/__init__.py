@@ -41,7 +41,7 @@ SPACE = DesignSpace(
         Param("THREADS", "choice", choices=(1, 2, 4, 8), help="OpenMP threads"),
         Param("VEC", "choice", choices=(1, 8, 16), help="vector width: scalar, AVX2 or AVX-512"),
         Param("FAST_EXP", "bool", help="scalar loops: polynomial exp instead of libm expf"),
-        Param("CHUNK", "choice", choices=(1, 4, 16, 64), help="rows per OpenMP static chunk"),
+        Param("CHUNK", "choice", choices=(1, 4, 16, 64), help="rows per OpenMP chunk (static schedule; dynamic in staged)"),
         Param("NT", "bool", help="non-temporal (streaming) stores for y; vector paths only"),
         Param("PF", "bool", help="prefetch the next row while computing this one; vector paths only"),
     ),

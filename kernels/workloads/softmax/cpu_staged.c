@@ -123,7 +123,10 @@ void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
     #pragma omp parallel num_threads(THREADS)
     {
         float buf[STAGE_MAX] __attribute__((aligned(64)));
-        #pragma omp for schedule(static, CHUNK) nowait
+        /* Chunks of CHUNK rows handed out as threads come free: when the host serves one core's
+         * memory traffic slower than the other's, the faster takes more rows instead of waiting
+         * at the join (4% faster in an alternating A/B through the evaluator at 4096x4096). */
+        #pragma omp for schedule(dynamic, CHUNK) nowait
         for (int64_t r = 0; r < rows; r++)
             row(x + r * cols, y + r * cols, cols, r + 1 < rows ? x + (r + 1) * cols : 0, buf);
 #if NT

@@ -85,9 +85,11 @@ def compare(workload: str, shape_text: str, source: str, params: dict, *, sessio
         bench = out.stage("benchmark")
         blas = (bench.details.get("blas") if bench else None) or blas
         notes += [n for n in out.notes if n not in notes]
+        probe = (bench.details.get("copy_probe") if bench else None) or {}
         runs.append({"status": "ok", "speedup": dict(out.speedup),
                      "timings": {n: {k: t.get(k) for k in ("median_ms", "iqr_ms", "min_ms", "n")}
-                                 for n, t in out.timings.items()}})
+                                 for n, t in out.timings.items()},
+                     "copy_probe_gbs": probe.get("gbs")})
     ok = [r for r in runs if r["status"] == "ok"]
     result = {"shape": shape_text, "params": params, "sessions": sessions, "sessions_ok": len(ok),
               "runs": runs, "baselines": {}, "blas": blas, "notes": notes,
@@ -102,6 +104,16 @@ def compare(workload: str, shape_text: str, source: str, params: dict, *, sessio
     result["candidate"] = {"median_ms": cand,
                            "iqr_ms": statistics.median(r["timings"]["candidate"]["iqr_ms"] for r in ok),
                            "roofline": roofline_of(wl, shape, cand, ceilings)}
+    # Each session's own streaming copy, timed interleaved with the candidate: the kernel's
+    # bandwidth as a share of what the memory system gave in that very minute.
+    probed = [r for r in ok if r.get("copy_probe_gbs")]
+    if probed:
+        pcts = [100 * wl.bytes_moved(shape) / (r["timings"]["candidate"]["median_ms"] / 1e3) / 1e9
+                / r["copy_probe_gbs"] for r in probed]
+        result["candidate"]["session_copy"] = {
+            "gbs": statistics.median(r["copy_probe_gbs"] for r in probed),
+            "gbs_min": min(r["copy_probe_gbs"] for r in probed), "gbs_max": max(r["copy_probe_gbs"] for r in probed),
+            "pct": statistics.median(pcts), "pct_min": min(pcts), "pct_max": max(pcts)}
     for name in names:
         ratios = [r["speedup"][name] for r in ok if name in r["speedup"]]
         meds = [r["timings"][name]["median_ms"] for r in ok if name in r["timings"]]

@@ -74,7 +74,10 @@ the `.html` report beside it, and this page.
   with 256-bit and, on AVX-512 hosts, 512-bit vectors), keeping the higher of each figure,
   since a busy host only ever makes them low. % of copy bandwidth = (bytes read +
   written) / time ÷ copy bandwidth; % of roofline = achieved FLOP/s ÷ min(peak, intensity ×
-  copy bandwidth).
+  copy bandwidth). Each timing session also times a streaming copy of the kernel's input
+  into its output, interleaved with the kernel and the baselines (the harness's copy probe):
+  "beside it" is the kernel's bandwidth as a share of that copy's, the memory system's pace
+  in the very minute the kernel was timed.
 - **Search, on equal terms.** Every searcher works on the same template, design space and
   constraints at the same shape, and every configuration it picks is scored by the same
   harness measurement (speedup over the strongest baseline measured alongside; a failing
@@ -184,7 +187,7 @@ def markdown(result: dict, html_name: str | None = None) -> str:
               "\"In LLC\": the working set fits in the last-level cache, so a share of DRAM copy bandwidth "
               "above 100% is expected there.", "",
               "| workload | shape | our kernel | median ms | vs NumPy/OpenBLAS | vs torch eager | vs torch.compile "
-              "| % copy BW | % roofline | BLAS in the child |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| % copy BW (beside it) | % roofline | BLAS in the child |", "|---|---|---|---|---|---|---|---|---|---|"]
     for wl, shapes in result["kernels"].items():
         for shape, k in shapes.items():
             if k.get("status") != "ok":
@@ -198,6 +201,8 @@ def markdown(result: dict, html_name: str | None = None) -> str:
             llc = fp.get("llc_bytes") or 0
             moved = rf["achieved_gbs"] * 1e9 * k["candidate"]["median_ms"] / 1e3
             in_llc = " (in LLC)" if llc and moved < llc and rf.get("bound") == "memory" else ""
+            beside = (k["candidate"].get("session_copy") or {}).get("pct")
+            in_llc += f" ({beside:.0f}%)" if beside else ""
             lines.append(f"| {wl} | {shape} | `{params}` | {k['candidate']['median_ms']:.3f} | "
                          f"{_ratio(kinds.get('numpy'))} | {_ratio(kinds.get('torch_eager'))} | "
                          f"{_ratio(kinds.get('torch_compile'))} | {_f(rf.get('pct_of_copy_bandwidth'), '{:.0f}%')}{in_llc} | "

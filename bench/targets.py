@@ -39,7 +39,7 @@ def _ratio_target(out, result, wl, shape, kind, threshold, label):
         if bound is not None:
             row["bound"] = bound
             row["note"] += (f"; roofline bound {bound:.2f}x (the baseline's time over the time to move the "
-                            f"kernel's bytes at the {probe} measured in this run")
+                            f"kernel's bytes at the {probe}")
             if pct >= 100:
                 row["note"] += (f"; this kernel moved them at {pct:.0f}% of that rate, so the host had at least "
                                 f"that much in its session and the kernel's own ratio is the bound")
@@ -47,7 +47,7 @@ def _ratio_target(out, result, wl, shape, kind, threshold, label):
             if bound < threshold:
                 need = threshold / b["ratio_median"] * pct
                 row["note"] += (f": {threshold:g}x is beyond this host's memory system (it would take "
-                                f"{need:.0f}% of the {probe} measured in this run)")
+                                f"{need:.0f}% of the {probe})")
             else:
                 row["note"] += (f": {threshold:g}x is within this host's memory system (it takes "
                                 f"{threshold / b['ratio_median'] * pct:.0f}% of the {probe}); this kernel "
@@ -60,18 +60,26 @@ def _bandwidth_bound(result, k, ratio):
     ratio if the kernel moved its bytes at the fastest copy measured in the same run. STREAM's
     copy uses plain stores, which also read each destination line first; a kernel with
     streaming stores skips that read, so where the run measured a copy with streaming stores
-    too, the faster of the two is the ceiling. Returns (bound, the kernel's % of that ceiling,
-    the ceiling's name), or Nones."""
+    too, the faster of the two is the ceiling. Best of all, where the kernel's own timing
+    sessions timed a streaming copy interleaved with it (the harness's copy probe), that copy
+    is the ceiling: the memory system's pace in the very minute the kernel was timed, where
+    the run's probes may have caught another phase of the host. Returns (bound, the kernel's %
+    of that ceiling, the ceiling's name), or Nones."""
     roofline = (k.get("candidate") or {}).get("roofline") or {}
     pct = roofline.get("pct_of_copy_bandwidth")
     if not pct or roofline.get("bound") not in (None, "memory") or ratio is None:
         return None, None, None
+    session = (k.get("candidate") or {}).get("session_copy") or {}
+    if session.get("pct"):
+        return (ratio / (min(session["pct"], 100.0) / 100.0), session["pct"],
+                f"bandwidth of a streaming copy timed beside the kernel in its own sessions "
+                f"({session['gbs']:.1f} GB/s)")
     roof = result.get("roofline") or {}
     copy = roof.get("copy_gbs") or 0.0
     nt = roof.get("copy_nt_gbs") or 0.0
-    probe = "copy bandwidth"
+    probe = "copy bandwidth measured in this run"
     if copy and nt > copy:
-        pct, probe = pct * copy / nt, "copy bandwidth with streaming stores"
+        pct, probe = pct * copy / nt, "copy bandwidth with streaming stores measured in this run"
     # A kernel past 100% (the probe read a slow moment of the host) is its own bound.
     return ratio / (min(pct, 100.0) / 100.0), pct, probe
 
@@ -90,6 +98,11 @@ def _bandwidth_target(out, result, wl, shape, threshold_pct):
         if k is not None and row["measured"] is not None:
             row["met"] = row["measured"] >= threshold_pct
             row["note"] = f"copy bandwidth {result['roofline'].get('copy_gbs', 0):.1f} GB/s measured in this run"
+            session = src["candidate"].get("session_copy") or {}
+            if session.get("pct"):
+                row["note"] += (f"; {session['pct']:.0f}% ({session['pct_min']:.0f}–{session['pct_max']:.0f}%) of a "
+                                f"streaming copy timed beside it in its own sessions "
+                                f"({session['gbs_min']:.1f}–{session['gbs_max']:.1f} GB/s)")
     out.append(row)
 
 

@@ -179,6 +179,7 @@ class Case:
                 if input_digest(arr) != digests[name]:
                     raise RuntimeError(f"timing input {name} on disk does not match the evaluator's digest")
         self.current = "a"
+        self.copy = None   # the harness's streaming copy (Streams.copy), set by the timing child
         self.outputs = {name: Guarded(shape) for name, shape in spec["outputs"].items()}
         self.files = {}
         if out_files:
@@ -193,7 +194,11 @@ class Case:
         if which == self.current or not self.alt:
             return
         for name, g in self.inputs.items():
-            np.copyto(g.array, self.alt[name] if which == "b" else self.first[name])
+            src = self.alt[name] if which == "b" else self.first[name]
+            if self.copy is not None and src.dtype == g.array.dtype and src.shape == g.array.shape:
+                self.copy(g.array, src)   # no dirty input lines for the next timed call to write back
+            else:
+                np.copyto(g.array, src)
         self.current = which
 
     def save(self, run: str, name: str, arr: np.ndarray) -> str:
@@ -294,19 +299,34 @@ def _blas_info() -> list:
         return []
 
 
-def _streaming_fill(timing: dict, notes: list):
-    """The harness's poison fill with streaming stores (fill.c), or None for numpy's."""
+class Streams:
+    """The harness's streaming stores (fill.c): fill and copy without leaving dirty lines."""
+
+    def __init__(self, lib):
+        self.fill_nt, self.copy_nt = lib.i21_fill_nt, lib.i21_copy_nt
+        self.fill_nt.restype = self.copy_nt.restype = None
+        self.fill_nt.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32]
+        self.copy_nt.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self.threads = os.cpu_count() or 1
+
+    def fill(self, ptr: int, words: int, word: int) -> None:
+        self.fill_nt(ptr, words, word)
+
+    def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        assert dst.nbytes == src.nbytes and dst.flags.c_contiguous and src.flags.c_contiguous
+        self.copy_nt(dst.ctypes.data, src.ctypes.data, dst.nbytes, self.threads)
+
+
+def _streams(timing: dict, notes: list) -> Streams | None:
+    """The harness's streaming stores (fill.c), or None for numpy's fill and copy."""
     path = timing.get("fill_lib")
     if not path:
         return None
     try:
-        fn = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL).i21_fill_nt
+        return Streams(ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL))
     except (OSError, AttributeError) as exc:
         notes.append(f"poison fill through the cache: {exc}")
         return None
-    fn.restype = None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32]
-    return fn
 
 
 def prepare_timing(timing: dict) -> tuple:
@@ -319,7 +339,7 @@ def prepare_timing(timing: dict) -> tuple:
         stat_fd = os.open("/proc/stat", os.O_RDONLY)
     except OSError:
         stat_fd = None
-    return case, baselines, notes, _streaming_fill(timing, notes), stat_fd
+    return case, baselines, notes, _streams(timing, notes), stat_fd
 
 
 def _host_sample(stat_fd) -> tuple:
@@ -333,7 +353,9 @@ def _host_sample(stat_fd) -> tuple:
 
 
 def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> None:
-    case, baselines, notes, fill, stat_fd = prepared
+    case, baselines, notes, streams, stat_fd = prepared
+    fill = streams.fill if streams else None
+    case.copy = streams.copy if streams else None
     dims, scalars = timing["case"]["dims"], timing["case"].get("scalars", {})
     cand_call = kernel.bind(case.buffers(), dims, scalars)
     outs = case.outputs
@@ -352,6 +374,9 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> N
         saved[which] = {n: case.save(which, n, arr) for n, arr in verified[which].items()}
     emit("phase", phase="verified calls")
     impls = [{"name": "candidate", "call": cand_call, "outputs": outs}] + baselines
+    probe = _copy_probe(case, streams)
+    if probe:
+        impls.append(probe)
     flush = _cache_flusher(timing)
     for impl in impls:
         # Baselines were already called once while being prepared.
@@ -407,18 +432,35 @@ def run_timing(kernel: CpuKernel, timing: dict, prepared: tuple, libc, rng) -> N
             else:
                 for g in impl["outputs"].values():  # leave nothing a candidate could copy
                     g.body.fill(0)
-        if rnd + 1 >= min_calls and all(len(v) >= base_min for v in samples.values()):
+        timed = [samples[impl["name"]] for impl in impls if not impl.get("probe")]
+        if rnd + 1 >= min_calls and all(len(v) >= base_min for v in timed):
             elapsed = time.perf_counter() - started
-            precise = all(_rel_err(v) < timing.get("target_rel_err", 0.02) for v in samples.values())
+            precise = all(_rel_err(v) < timing.get("target_rel_err", 0.02) for v in timed)
             if precise or elapsed > budget:
                 break
     host_after = _host_sample(stat_fd)
     emit("phase", phase="timed")
     problems = case.check_inputs()
+    probes = {p["name"]: {"samples": samples.pop(p["name"]), "bytes": p["bytes"]} for p in impls if p.get("probe")}
     emit("timing", outputs=saved["a"], outputs_b=saved.get("b", {}), samples=samples, problems=problems,
+         probes=probes,
          timed_calls=calls, mismatch_at_call=mismatch_at, cpu_seconds=cpu_s, wall_seconds=wall_s, notes=notes,
          blas=timing.get("blas", []), poison_fill="cached" if fill is None else "streaming",
          others=calm.others_share(host_before, host_after))
+
+
+def _copy_probe(case: Case, streams: Streams | None) -> dict | None:
+    """The session's copy probe, timed interleaved like a baseline but never one: the largest
+    input streamed into the largest output (no poison before it, nothing to hide after: it
+    holds no answer). Its bytes over its median are the memory system's pace in the very
+    minute the candidate was timed, which the report sets the candidate's own beside."""
+    if streams is None or not case.inputs or not case.outputs:
+        return None
+    src = max(case.inputs.values(), key=lambda g: g.words).body
+    dst = max(case.outputs.values(), key=lambda g: g.words).body
+    n = min(src.size, dst.size)
+    return {"name": "copy", "call": lambda: streams.copy(dst[:n], src[:n]), "outputs": {}, "probe": True,
+            "bytes": 2 * n * src.itemsize}
 
 
 def _rel_err(s: list[float]) -> float:

@@ -310,6 +310,9 @@ class Evaluator:
             cpu={"cpu_per_wall": (rec.get("cpu_seconds", 0.0) / wall) if wall else None},
             shape=tcase.shape.as_dict(), cold_cache=self.settings.cold_cache,
             poison_fill=rec.get("poison_fill", "cached"))
+        probe = _copy_probe(rec.get("probes"))
+        if probe:
+            result["details"]["copy_probe"] = probe
         cand = timings["candidate"]
         result["summary"] = (f"{cand['median_ms']:.3f} ms median (IQR {cand['iqr_ms']:.3f}, min {cand['min_ms']:.3f}) "
                              f"over {cand['n']} calls, interleaved with "
@@ -555,9 +558,26 @@ def _ceilings(tgt, refresh: bool = False) -> dict:
         return {"error": f"could not measure this host's ceilings: {exc}"}
 
 
+def _copy_probe(probes) -> dict | None:
+    """The timing child's copy probe (child._copy_probe): its median and the GB/s it implies."""
+    try:
+        copy = probes["copy"]
+        t = summarize([float(v) for v in copy["samples"]])
+        gbs = float(copy["bytes"]) / (t["median_ms"] / 1e3) / 1e9
+    except (TypeError, KeyError, ValueError, ZeroDivisionError):
+        return None
+    return {"median_ms": t["median_ms"], "iqr_ms": t["iqr_ms"], "n": t["n"], "bytes": int(copy["bytes"]),
+            "gbs": gbs}
+
+
 def _roofline(wl, shape, bench, ceilings) -> dict:
     med = bench["timings"]["candidate"]["median_ms"] / 1e3
     out = {"achieved_gbs": wl.bytes_moved(shape) / med / 1e9, "achieved_gflops": wl.flops(shape) / med / 1e9}
+    probe = bench["details"].get("copy_probe")
+    if probe and probe.get("gbs"):
+        # the same session's streaming copy, timed interleaved with the candidate
+        out["session_copy_gbs"] = probe["gbs"]
+        out["pct_of_session_copy"] = 100 * out["achieved_gbs"] / probe["gbs"]
     if ceilings.get("copy_gbs"):
         out["pct_of_copy_bandwidth"] = 100 * out["achieved_gbs"] / ceilings["copy_gbs"]
     if ceilings.get("peak_gflops"):

@@ -1,9 +1,10 @@
-"""The timing child's streaming poison fill (``fill.c``), built once per compiler and cached.
+"""The timing child's streaming stores (``fill.c``: the poison fill, the input rotation and
+the session's copy probe), built once per compiler and cached.
 
 Trusted code: the harness's own C, compiled by the parent, loaded by the timing child
 before it isolates itself and before the candidate is loaded. Where no C compiler works the
-child falls back to numpy's fill (measured cost: the write-back of the poison inside the
-timed call; see fill.c).
+child falls back to numpy (measured cost: the write-back of the poison inside the timed
+call; see fill.c) and times no copy probe.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def library(cc: str | None = None) -> str | None:
     fd, tmp = tempfile.mkstemp(prefix="fill-", suffix=".so", dir=cache_dir())
     os.close(fd)
     try:
-        subprocess.run([cc, "-O2", "-fPIC", "-shared", "-o", tmp, str(SOURCE)],
+        subprocess.run([cc, "-O2", "-fopenmp", "-fPIC", "-shared", "-o", tmp, str(SOURCE)],
                        check=True, capture_output=True, timeout=60)
         os.chmod(tmp, 0o755)
         os.replace(tmp, path)  # atomic: concurrent evaluators build it at most twice, never half

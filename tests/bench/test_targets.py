@@ -108,5 +108,24 @@ def test_where_the_run_measured_a_streaming_store_copy_the_faster_copy_is_the_ce
     assert row["met"] is False
     assert abs(row["bound"] - 3.5 / 0.4305) < 1e-9
     assert "copy bandwidth with streaming stores" in row["note"] and "beyond" not in row["note"]
-    assert "8x is within this host's memory system (it takes 98% of the copy bandwidth with streaming stores)" \
+    assert "8x is within this host's memory system (it takes 98% of the copy bandwidth with streaming stores " \
+        "measured in this run)" in row["note"]
+
+
+def test_a_copy_timed_beside_the_kernel_in_its_own_sessions_is_the_ceiling_over_the_runs_probes():
+    # The run's probes caught a fast phase (100 GB/s with streaming stores); the kernel's own
+    # sessions timed a streaming copy at 40 GB/s beside it, and the kernel moved its bytes at
+    # 95% of that: 8x would take 101% of what the memory system gave in that minute.
+    result = _result(7.5, 38.0)
+    result["roofline"]["copy_nt_gbs"] = 100.0
+    k = result["kernels"]["rmsnorm"]["4096x4096"]
+    k["candidate"]["session_copy"] = {"gbs": 40.0, "gbs_min": 39.0, "gbs_max": 41.0,
+                                      "pct": 95.0, "pct_min": 94.0, "pct_max": 96.0}
+    row = _numpy_row(result)
+    assert abs(row["bound"] - 7.5 / 0.95) < 1e-9 and row["met"] is False
+    assert "streaming copy timed beside the kernel in its own sessions (40.0 GB/s)" in row["note"]
+    assert "8x is beyond this host's memory system (it would take 101% of the bandwidth of a streaming copy" \
         in row["note"]
+    k["candidate"]["roofline"]["pct_of_copy_bandwidth"] = 85.0
+    bw = next(r for r in assess(result) if "STREAM copy bandwidth" in r["text"])
+    assert bw["met"] is True and "95% (94–96%) of a streaming copy timed beside it" in bw["note"]

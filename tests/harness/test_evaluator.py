@@ -85,6 +85,17 @@ def test_timed_calls_find_their_output_poisoned_in_dram_not_dirty_in_the_cache(t
     assert timed_outcome.stage("benchmark").details["poison_fill"] == "streaming"
 
 
+def test_each_timing_session_times_a_streaming_copy_beside_the_candidate_and_never_calls_it_a_baseline(timed_outcome):
+    o = timed_outcome
+    probe = o.stage("benchmark").details["copy_probe"]
+    assert probe["n"] >= 7 and probe["median_ms"] > 0
+    assert probe["bytes"] == 2 * 1024 * 4096 * 4          # x streamed into y: read + write
+    assert abs(probe["gbs"] - probe["bytes"] / (probe["median_ms"] / 1e3) / 1e9) < 1e-6
+    assert "copy" not in o.speedup and "copy" not in o.timings
+    roofline = o.stage("sanity").details
+    assert abs(roofline["pct_of_session_copy"] - 100 * roofline["achieved_gbs"] / probe["gbs"]) < 1e-6
+
+
 def test_the_spawn_launcher_gives_the_same_verdict_as_the_fork_server():
     tpl = WL.template("cpu")
     outcome = Evaluator(EvalSettings(timing=False, launcher="spawn")).evaluate(

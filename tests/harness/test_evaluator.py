@@ -42,6 +42,20 @@ def test_softmax_streaming_stores_and_next_row_prefetch_are_correct_on_every_sha
     assert {c["shape"] for c in outcome.stage("correctness").details["cases"]} >= {"67x1013", "5x4099"}
 
 
+@pytest.mark.parametrize("chunk,nt", [(4, 1), (16, 1), (16, 0)])
+def test_softmax_staged_pipelines_rows_within_a_chunk_and_stays_exact_at_every_alignment(chunk, nt):
+    """Within a chunk, row r's output streams out inside row r+1's exp loop when y's row is
+    aligned for streaming stores, and takes a separate pass when not: 1000 columns put every
+    other row off alignment, 37 rows leave a partial last chunk, 1 row a chunk of one."""
+    tpl = WL.template("cpu")
+    params = {**tpl.space.default(), "ALGO": "staged", "VEC": 16, "NT": nt, "PF": 1, "THREADS": 2, "CHUNK": chunk}
+    shapes = (Shape.of(rows=37, cols=1024), Shape.of(rows=19, cols=1000), Shape.of(rows=1, cols=4096))
+    outcome = Evaluator(EvalSettings(timing=False, extra_shapes=shapes)).evaluate(
+        tpl.source("staged"), params, WL, "cpu")
+    assert outcome.status == "ok", outcome.reason
+    assert {c["shape"] for c in outcome.stage("correctness").details["cases"]} >= {"37x1024", "19x1000", "1x4096"}
+
+
 @pytest.mark.parametrize("vec", [8, 16])
 def test_softmax_staged_rows_longer_than_its_l1_buffer_recompute_exp_and_stay_exact(vec):
     """The staged variant keeps a row's exp in an 8192-float buffer; a longer row takes the

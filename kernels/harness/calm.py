@@ -41,6 +41,12 @@ WINDOW = 16      # the medians remembered per baseline (older ones age out: a ho
                  # slower for good stops being "disturbed" after this many sessions)
 SLOW = 1.2       # a baseline this much slower than its usual median: a slow phase
                  # (also: one CPU's steal above 1 - 1/SLOW, a sixth of its time)
+PERSISTS = 0.9   # a session timed again at least this slow, relative to the first: the phase
+                 # persists, and the evaluator stops timing again. Measured on 2026-11-30
+                 # (bench/results/harness-2026-11-30-*.json): 13 evaluations took a third
+                 # session, every one after a second at least this slow; the third found
+                 # nothing calmer in 9, a session 0.02-0.08 calmer in 3, a calm one in 1, at
+                 # the cost of a whole session (about 2 s at 4096x4096) each time.
 
 
 @dataclass

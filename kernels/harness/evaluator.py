@@ -238,8 +238,10 @@ class Evaluator:
 
     def _calm_benchmark(self, wl, tgt, workdir, tcase, tol) -> dict:
         """A timing session, and up to ``retime`` more in fresh processes while the trusted
-        baselines say the host was in a slow phase (see :mod:`kernels.harness.calm`). The
-        calmest session is kept; a failing verdict in any session is the verdict."""
+        baselines say the host was in a slow phase (see :mod:`kernels.harness.calm`), unless a
+        session timed again was nearly as slow as the first (a phase that outlasts a session
+        outlasts the next one too, on this host). The calmest session is kept; a failing
+        verdict in any session is the verdict."""
         norms = calm.BaselineNorms(tgt.fingerprint(), wl.name, tgt.name, tcase.shape.label(),
                                    self.settings.cold_cache)
         sessions = []
@@ -255,15 +257,19 @@ class Evaluator:
             sessions.append((judged, bench))
             if not judged.disturbed or len(sessions) > self.settings.retime:
                 break
+            if len(sessions) >= 2 and judged.slowness >= calm.PERSISTS * sessions[0][0].slowness:
+                break   # the phase outlasts a session: another one would cost as much and find it too
         index = min(range(len(sessions)), key=lambda i: sessions[i][0].slowness)
         kept, bench = sessions[index]
         bench["details"]["host_calm"] = {"sessions": [j.to_json() for j, _ in sessions],
                                          "kept": index, "slow_above": calm.SLOW}
         if len(sessions) > 1:
             first = sessions[0][0]
+            persisted = (len(sessions) <= self.settings.retime and sessions[-1][0].disturbed)
             bench["notes"] = bench["notes"] + [
                 f"timed {len(sessions)} times: the host was in a slow phase ({first.sentence()}); "
-                f"kept the calmest session ({kept.sentence()})"]
+                f"kept the calmest session ({kept.sentence()})"
+                + ("; the phase persisted, so it was not timed again" if persisted else "")]
             bench["summary"] += f"; calmest of {len(sessions)} sessions"
         return bench
 

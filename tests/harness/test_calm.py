@@ -109,13 +109,16 @@ def test_a_session_whose_baselines_ran_slow_is_timed_again_in_a_fresh_process():
     assert out.status == "ok", out.reason
     bench = out.stage("benchmark")
     sessions = bench.details["host_calm"]["sessions"]
-    assert len(sessions) == 3 and all(s["ratio"] > calm.SLOW for s in sessions)
+    assert all(s["ratio"] > calm.SLOW for s in sessions)
+    # a third session only where the second was clearly calmer than the first
+    third = sessions[1]["ratio"] < calm.PERSISTS * sessions[0]["ratio"]
+    assert len(sessions) == (3 if third else 2), sessions
     kept = bench.details["host_calm"]["kept"]
     assert sessions[kept]["ratio"] == min(s["ratio"] for s in sessions)
-    assert "calmest of 3 sessions" in bench.summary
-    assert any(n.startswith("timed 3 times: the host was in a slow phase") for n in out.notes)
+    assert f"calmest of {len(sessions)} sessions" in bench.summary
+    assert any(n.startswith(f"timed {len(sessions)} times: the host was in a slow phase") for n in out.notes)
     recorded = json.loads(norms.path.read_text())[norms.key]
-    assert all(len(v) == 6 for v in recorded.values()), "every session's medians are remembered"
+    assert all(len(v) == 3 + len(sessions) for v in recorded.values()), "every session's medians are remembered"
 
     once = _evaluate(retime=0)
     assert once.status == "ok" and len(once.stage("benchmark").details["host_calm"]["sessions"]) == 1
@@ -154,3 +157,38 @@ def test_a_program_burning_a_cpu_while_the_candidate_is_timed_makes_the_session_
     assert len(sessions) == 2, sessions
     assert all(s["ratio"] < 1 and s["others"] > 0.3 for s in sessions), sessions
     assert any("other programs ran" in n for n in out.notes)
+
+
+def _scripted_sessions(monkeypatch, tmp_path, numpy_medians):
+    """The evaluator's session loop over scripted timing sessions (a seam: the real timing
+    child is exercised above); the host's usual NumPy median is 10 ms."""
+    import types
+    monkeypatch.setenv("INT21_CACHE_DIR", str(tmp_path))
+    tcase = types.SimpleNamespace(shape=SHAPE)
+    norms = _norms()
+    for _ in range(3):
+        norms.record(_timings(numpy=10.0))
+    script = iter(numpy_medians)
+
+    def session(self, wl, workdir, tcase, tol):
+        return {"verdict": None, "timings": _timings(candidate=1.0, numpy=next(script)), "notes": [],
+                "details": {}, "summary": "timed"}
+    monkeypatch.setattr(Evaluator, "_benchmark", session)
+    ev = Evaluator(EvalSettings(timing_shape=SHAPE, retime=2))
+    return ev._calm_benchmark(WL, get_target("cpu"), tmp_path, tcase, None)
+
+
+def test_a_slow_phase_that_persists_into_the_second_session_is_not_timed_a_third_time(monkeypatch, tmp_path):
+    bench = _scripted_sessions(monkeypatch, tmp_path, [15.0, 14.0, 10.0])   # 1.5x, then 1.4x: it persists
+    sessions = bench["details"]["host_calm"]["sessions"]
+    assert [round(s["ratio"], 2) for s in sessions] == [1.5, 1.4]
+    assert bench["details"]["host_calm"]["kept"] == 1
+    assert bench["notes"][-1].endswith("the phase persisted, so it was not timed again")
+
+
+def test_a_slow_phase_that_is_ending_is_timed_until_calm(monkeypatch, tmp_path):
+    bench = _scripted_sessions(monkeypatch, tmp_path, [15.0, 12.5, 10.0])   # 1.5x, 1.25x, then calm
+    sessions = bench["details"]["host_calm"]["sessions"]
+    assert [round(s["ratio"], 2) for s in sessions] == [1.5, 1.25, 1.0]
+    assert bench["details"]["host_calm"]["kept"] == 2
+    assert "persisted" not in bench["notes"][-1]

@@ -54,7 +54,9 @@ def correctness_rows(outcome: dict | None) -> list[dict]:
 
 
 ROOFLINE = {"achieved_gbs": "achieved GB/s", "achieved_gflops": "achieved GFLOP/s",
-            "pct_of_copy_bandwidth": "% of this host's copy bandwidth", "pct_of_peak_flops": "% of peak FLOP/s"}
+            "pct_of_copy_bandwidth": "% of this host's copy bandwidth",
+            "session_copy_gbs": "GB/s of a streaming copy timed beside it",
+            "pct_of_session_copy": "% of that copy", "pct_of_peak_flops": "% of peak FLOP/s"}
 RESOURCE_LABELS = {"cpu_per_wall": "CPU seconds per wall second", "registers": "registers per thread",
                    "spill_stores": "spill stores (bytes)", "spill_loads": "spill loads (bytes)",
                    "shared_bytes": "shared memory (bytes)", "stack_bytes": "stack (bytes)"}

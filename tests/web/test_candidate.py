@@ -103,6 +103,7 @@ def test_the_resource_report_shows_the_binary_and_the_sandbox(people, client, fa
     _, html = page_of(client, people["victor"], child)
     assert "imported symbols" in html and "expf" in html
     assert "machine code" in html and "CPU seconds per wall second" in html and "achieved GB/s" in html
+    assert "GB/s of a streaming copy timed beside it" in html and "% of that copy" in html
     assert "AMD" in html or "Intel" in html or "target" in html
 
 

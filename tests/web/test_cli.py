@@ -1,5 +1,6 @@
 """The command line: `manage.py evaluate` and `manage.py workloads`, run as a user would."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,11 @@ def test_workloads_lists_signatures_and_design_spaces():
     assert {p["name"] for p in data["softmax"]["targets"]["cpu"]["space"]["params"]} >= {"THREADS", "VEC"}
     r = manage("workloads", timeout=120)
     assert r.returncode == 0 and "softmax" in r.stdout
+
+
+def test_the_readable_report_sets_the_kernels_bandwidth_beside_a_copy_timed_in_the_same_session():
+    r = manage("evaluate", "--workload", "softmax", "--target", "cpu", "--source", str(SEED),
+               "--param", "THREADS=2", "--param", "VEC=8", "--shape", "512x4096")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"Achieved [\d.]+ GB/s .*— \d+% of a streaming copy timed beside it \([\d.]+ GB/s\)", r.stdout), r.stdout
+    assert "copy " not in " ".join(line for line in r.stdout.splitlines() if "candidate is" in line)

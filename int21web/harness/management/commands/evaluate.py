@@ -98,6 +98,8 @@ class Command(BaseCommand):
             d = bench.details
             w(f"\nAchieved {d['achieved_gbs']:.1f} GB/s"
               + (f" ({d['pct_of_copy_bandwidth']:.0f}% of measured copy bandwidth)" if "pct_of_copy_bandwidth" in d else "")
+              + (f" — {d['pct_of_session_copy']:.0f}% of a streaming copy timed beside it "
+                 f"({d['session_copy_gbs']:.1f} GB/s)" if "pct_of_session_copy" in d else "")
               + f", {d['achieved_gflops']:.1f} GFLOP/s"
               + (f" ({d['pct_of_peak_flops']:.0f}% of measured peak)" if "pct_of_peak_flops" in d else ""))
         if outcome.resources:

@@ -85,11 +85,13 @@ def compare(workload: str, shape_text: str, source: str, params: dict, *, sessio
         bench = out.stage("benchmark")
         blas = (bench.details.get("blas") if bench else None) or blas
         notes += [n for n in out.notes if n not in notes]
-        probe = (bench.details.get("copy_probe") if bench else None) or {}
+        sanity = out.stage("sanity")
+        roof = sanity.details if sanity else {}
         runs.append({"status": "ok", "speedup": dict(out.speedup),
                      "timings": {n: {k: t.get(k) for k in ("median_ms", "iqr_ms", "min_ms", "n")}
                                  for n, t in out.timings.items()},
-                     "copy_probe_gbs": probe.get("gbs")})
+                     "copy_probe_gbs": roof.get("session_copy_gbs"),
+                     "pct_of_session_copy": roof.get("pct_of_session_copy")})
     ok = [r for r in runs if r["status"] == "ok"]
     result = {"shape": shape_text, "params": params, "sessions": sessions, "sessions_ok": len(ok),
               "runs": runs, "baselines": {}, "blas": blas, "notes": notes,
@@ -106,10 +108,9 @@ def compare(workload: str, shape_text: str, source: str, params: dict, *, sessio
                            "roofline": roofline_of(wl, shape, cand, ceilings)}
     # Each session's own streaming copy, timed interleaved with the candidate: the kernel's
     # bandwidth as a share of what the memory system gave in that very minute.
-    probed = [r for r in ok if r.get("copy_probe_gbs")]
+    probed = [r for r in ok if r.get("copy_probe_gbs") and r.get("pct_of_session_copy")]
     if probed:
-        pcts = [100 * wl.bytes_moved(shape) / (r["timings"]["candidate"]["median_ms"] / 1e3) / 1e9
-                / r["copy_probe_gbs"] for r in probed]
+        pcts = [r["pct_of_session_copy"] for r in probed]
         result["candidate"]["session_copy"] = {
             "gbs": statistics.median(r["copy_probe_gbs"] for r in probed),
             "gbs_min": min(r["copy_probe_gbs"] for r in probed), "gbs_max": max(r["copy_probe_gbs"] for r in probed),

@@ -63,23 +63,22 @@ class Calm:
 
     @property
     def slowness(self) -> float:
-        """How much slower than usual the session ran, by the worst of the three signals."""
-        stolen = 1.0 / (1.0 - min(self.steal, 0.9)) if self.steal else 1.0
-        crowded = 1.0 / (1.0 - min(self.others, 0.9)) if self.others else 1.0
-        return max(self.ratio, stolen, crowded)
+        """How much slower than usual the session ran, by the worst of the three signals: a
+        CPU that lost a share s of its time ran a statically scheduled kernel 1/(1 - s) slower."""
+        return max([self.ratio] + [1.0 / (1.0 - min(share, 0.9)) for share in (self.steal, self.others) if share])
 
     @property
     def disturbed(self) -> bool:
         return self.slowness > SLOW
 
     def sentence(self) -> str:
-        steal = f"; {100 * self.steal:.0f}% of the CPU time stolen by the hypervisor" if self.steal else ""
+        host = f"; {100 * self.steal:.0f}% of the CPU time stolen by the hypervisor" if self.steal else ""
         if self.others and self.others >= 0.05:
-            steal += f"; other programs ran {100 * self.others:.0f}% of a CPU during the timed calls"
+            host += f"; other programs ran {100 * self.others:.0f}% of a CPU during the timed calls"
         if self.baseline is None:
-            return "no usual baseline figures on this host yet" + steal
+            return "no usual baseline figures on this host yet" + host
         return (f"{self.baseline} {self.median_ms:.3f} ms against its usual {self.usual_ms:.3f} ms "
-                f"on this host ({100 * (self.ratio - 1):+.0f}%)" + steal)
+                f"on this host ({100 * (self.ratio - 1):+.0f}%)" + host)
 
     def to_json(self) -> dict:
         return {"ratio": round(self.ratio, 4), "baseline": self.baseline, "median_ms": self.median_ms,

@@ -85,8 +85,8 @@ def main():
           f"(median over {args.seeds} seeds, confirmed scores):")
     for n, row in tr["at"].items():
         print(f"  {n:>3}: with lessons {row['warm_median']:.2f}, cold {row['cold_median']:.2f} "
-              f"({'ahead' if row['warm_median'] > row['cold_median'] else 'not ahead'}; "
-              f"ahead in {row['warm_ahead_seeds']} of {args.seeds} seeds)")
+              f"({'ahead' if row['warm_median'] > row['cold_median'] else 'not ahead'}; seeds ahead / level / "
+              f"behind: {row['warm_ahead_seeds']} / {row['level_seeds']} / {row['warm_behind_seeds']})")
     suffix = "" if args.only == "all" else "-transfer"
     out = ROOT / "bench" / "results" / f"swarm-{args.workload}{suffix}-{datetime.date.today()}-{platform.node() or 'host'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -141,6 +141,22 @@ def _quality_efficiency_self_improvement(table, args) -> dict:
     return out
 
 
+def compare(curves: dict, near_budget: int) -> dict:
+    """Best-so-far with lessons against cold after 5, 10 and near_budget evaluations: the
+    medians over seeds, and in how many seeds the run with lessons was ahead, level, behind."""
+    at = {}
+    for n in sorted(x for x in {5, 10, near_budget} if x <= near_budget):
+        pairs = [(c["warm"][min(n, len(c["warm"])) - 1], c["cold"][min(n, len(c["cold"])) - 1])
+                 for c in curves.values() if c["warm"] and c["cold"]]
+        warm, cold = [w for w, _ in pairs], [c for _, c in pairs]
+        at[n] = {"warm": warm, "cold": cold, "warm_median": statistics.median(warm),
+                 "cold_median": statistics.median(cold),
+                 "warm_ahead_seeds": sum(1 for w, c in pairs if w > c),
+                 "level_seeds": sum(1 for w, c in pairs if w == c),
+                 "warm_behind_seeds": sum(1 for w, c in pairs if w < c)}
+    return at
+
+
 def _transfer(table, args, near_budget) -> dict:
     """Lessons from a cold run on --shape, used on --near, against a cold run there: the same
     seed, the same budget, every point scored by the same table."""
@@ -156,15 +172,7 @@ def _transfer(table, args, near_budget) -> dict:
     confirmations = table.confirm(args.near)
     curves = {seed: {kind: best_so_far([table.score(args.near, p, default=sc) for p, sc in trace])
                      for kind, trace in runs.items()} for seed, runs in traces.items()}
-    at = {}
-    for n in sorted({5, 10, near_budget}):
-        if n > near_budget:
-            continue
-        warm = [c["warm"][min(n, len(c["warm"])) - 1] for c in curves.values() if c["warm"]]
-        cold = [c["cold"][min(n, len(c["cold"])) - 1] for c in curves.values() if c["cold"]]
-        at[n] = {"warm": warm, "cold": cold, "warm_median": statistics.median(warm),
-                 "cold_median": statistics.median(cold),
-                 "warm_ahead_seeds": sum(1 for w, c in zip(warm, cold) if w > c)}
+    at = compare(curves, near_budget)
     return {"shape": args.shape, "near_shape": args.near, "teacher_budget": args.budget,
             "near_budget": near_budget, "confirmation_evaluations": confirmations, "at": at,
             "curves": curves, "traces": {s: {k: [[p, sc] for p, sc in t] for k, t in r.items()}

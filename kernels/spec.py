@@ -32,10 +32,13 @@ class Arg:
 
     ``in``/``out`` are float32 buffers (``const float *`` / ``float *``), ``dim`` is an
     ``int64_t`` taken from the shape, ``f32`` is a ``float`` scalar taken from the inputs.
+    ``dims`` names each axis of a buffer by the shape dim it runs along (``("rows", "cols")``),
+    which is how the harness slices and reorders data along a workload's independent dims.
     """
 
     name: str
     kind: str
+    dims: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.kind not in ARG_KINDS:
@@ -90,9 +93,11 @@ class ShapeSets:
     awkward: tuple[Shape, ...]
     minimal: tuple[Shape, ...]
     held_out: tuple[Shape, ...] = ()
+    aligned: tuple[Shape, ...] = ()     # multiples of 16 and 64: the vector fast paths' shapes
 
     def correctness(self) -> list[tuple[str, Shape]]:
-        return ([("awkward", s) for s in self.awkward] + [("minimal", s) for s in self.minimal])
+        return ([("awkward", s) for s in self.awkward] + [("aligned", s) for s in self.aligned]
+                + [("minimal", s) for s in self.minimal])
 
 
 # --------------------------------------------------------------------------- tolerance
@@ -392,8 +397,8 @@ class Template:
 class Baseline:
     """What an engineer would use instead; timed against the candidate inside the same child.
 
-    ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, dims) -> callable`` (``dims``:
-    the shape as a name → size dict) prepares
+    ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, dims, **options) -> callable``
+    (``dims``: the shape as a name → size dict; ``options``: this baseline's JSON options) prepares
     once (wraps buffers, compiles) and returns the zero-argument call that is timed; the call
     MUST write the preallocated ``outputs``. ``strong`` marks a baseline an engineer would
     really ship (a speedup above 10x a strong baseline is re-checked). ``default=False``
@@ -406,6 +411,8 @@ class Baseline:
     requires: str = ""  # importable module needed ("torch"); missing → skipped with a note
     default: bool = True
     description: str = ""
+    options: dict = field(default_factory=dict, hash=False, compare=False)  # JSON, passed as **kwargs
+    user_code: bool = False   # runs a user's own model: prepared only after its process is isolated
 
 
 # --------------------------------------------------------------------------- workload
@@ -430,10 +437,28 @@ class Workload:
     deterministic: bool = True
     shape_dims: tuple[str, ...] = ()
     flop_bound: bool = False
+    # Shape dims along which every output element depends only on the inputs at the same
+    # index (rows of a softmax; m and n of a matmul; batch and heads of attention). The
+    # harness reorders timing data along them per call (a cache cannot hit) and checks
+    # samples of a large output by running the reference on the matching slice.
+    independent: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not self.shape_dims:
             self.shape_dims = tuple(a.name for a in self.args if a.kind == "dim")
+        for dim in self.independent:
+            if dim not in self.shape_dims:
+                raise SpecError(f"workload {self.name}: independent dim {dim!r} is not a shape dim")
+        unnamed = [a.name for a in self.args if a.kind in ("in", "out") and not a.dims]
+        if self.independent and unnamed:
+            raise SpecError(f"workload {self.name}: buffers {', '.join(unnamed)} need their axes' dims "
+                            "to be sliced along the independent dims")
+
+    def arg(self, name: str) -> Arg:
+        for a in self.args:
+            if a.name == name:
+                return a
+        raise SpecError(f"workload {self.name} has no argument {name!r}")
 
     def signature(self, target: str = "cpu") -> str:
         if target == "cuda":

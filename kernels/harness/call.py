@@ -1,26 +1,28 @@
 """One call of a kernel on the caller's own arrays, through the evaluator's path.
 
-Static checks → compile (cached) → audit → a fresh sandbox child (limits, isolation,
-seccomp, guarded and poisoned buffers, authenticated records) that runs the kernel and
-writes its outputs to files. The caller's process never loads kernel code: this is how
+Static checks → compile (cached) → audit → the target's sandbox process (the trusted runner,
+isolated, seccomp, guarded and poisoned buffers) that runs the kernel once; the outputs are
+read back from shared memory. The caller's process never loads kernel code: this is how
 ``kernels.library`` runs a promoted kernel. No reference is computed and nothing is judged
-beyond what the child itself checks (inputs unchanged, guard regions intact, two runs
+beyond what the harness sees directly (inputs unwritable, guard regions intact, two runs
 giving the same bits); the kernel was judged when it was promoted.
 """
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 import numpy as np
 
 from kernels import targets, workloads
-from kernels.harness.evaluator import _ARTIFACT, EvalSettings, Evaluator, _Case, _death, _workdir
+from kernels.harness.arena import Arena
+from kernels.harness.box import Box
+from kernels.harness.phases import _poison, _scribble
+from kernels.harness.settings import EvalSettings
 from kernels.harness.static import check_source
+from kernels.harness.verdicts import reply_problem
 from kernels.spec import Shape, Workload
 from kernels.targets.base import CompileFailure
-
 
 # Binaries (by content) that passed the audit in this process: the same bytes need no second
 # audit (it runs nm/objdump, ~0.1 s); a changed file is audited again.
@@ -61,34 +63,51 @@ def call_kernel(source: str, params: dict, workload: Workload | str, target: str
         if not audit.ok:
             raise KernelCallError(f"the compiled kernel {audit.problems[0]}")
         _AUDITED.add((tgt.name, binary))
+    exe = tgt.prepare(art, wl, options)
 
     shape = Shape(tuple((d, int(dims[d])) for d in wl.shape_dims))
-    case = _Case("call", "call", shape, "caller", 0)
-    case.inputs = {n: np.ascontiguousarray(arrays[n], dtype=np.float32) for n in wl.input_names()}
-    case.scalars = {n: float(v) for n, v in (scalars or {}).items()}
-    ev = Evaluator(settings)
-    ev._target, ev._params = tgt.name, params
-    workdir = _workdir()
+    inputs = {n: np.ascontiguousarray(arrays[n], dtype=np.float32) for n in wl.input_names()}
+    out_shapes = {n: tuple(int(v) for v in s) for n, s in wl.out_shapes(shape).items()}
+    for n, a in inputs.items():
+        if a.size == 0:
+            raise ValueError(f"input {n} is empty")
+    scalars = {n: float(v) for n, v in (scalars or {}).items()}
+    rng = np.random.default_rng()
+    box = Box()
     try:
-        shutil.copyfile(art.path, workdir / _ARTIFACT[tgt.name])
-        for name, arr in case.inputs.items():
-            np.save(workdir / f"in_{case.id}_{name}.npy", arr, allow_pickle=False)
-        run = ev._launch(wl, workdir, "call", cases=[case], timing_case=None)
-        return _outputs(wl, run, workdir)
+        with Arena("inputs", {n: a.shape for n, a in inputs.items()}) as ins, Arena("outputs", out_shapes) as outs:
+            for n, a in inputs.items():
+                ins.array(n)[...] = a
+            proc = tgt.start(exe, inputs=ins, outputs=outs, box=box, settings=settings, workload=wl, params=params)
+            try:
+                if not proc.ready.ok:
+                    bad = reply_problem(proc.ready, proc, when="while loading the kernel", where="", inputs=ins,
+                                        outputs=outs)
+                    raise KernelCallError(bad[1] if bad else "the kernel's process did not start")
+                tokens = tgt.call_tokens(wl, shape, scalars, inputs={n: ins.offset(n) for n in inputs},
+                                         outputs={n: outs.offset(n) for n in out_shapes}, params=params)
+                runs = []
+                for attempt, perturb in enumerate((0x5A, 0xC3)):
+                    for n in out_shapes:
+                        _poison(outs.array(n), rng) if attempt == 0 else _scribble(outs.array(n), rng)
+                    reply = proc.call(tokens, perturb=perturb, ncalls=1, nargs=len(wl.args))
+                    bad = reply_problem(reply, proc, when="while being called", where="", inputs=ins, outputs=outs)
+                    if bad:
+                        raise KernelCallError(bad[1])
+                    state = tgt.call_problems(reply, proc, inputs=ins, outputs=outs, threads_declared=None)
+                    if state:
+                        raise KernelCallError(f"the kernel misbehaved: {state[0][1]}")
+                    for n in out_shapes:
+                        if not outs.guards_intact(n):
+                            raise KernelCallError(f"the kernel misbehaved: memory around output {n} was written "
+                                                  "(out of bounds)")
+                    runs.append({n: outs.array(n).copy() for n in out_shapes})
+            finally:
+                proc.close()
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _outputs(wl: Workload, run, workdir: Path) -> dict:
-    if run.tampered:
-        raise KernelCallError(run.tampered)
-    done = any(r.get("kind") == "done" for r in run.records)
-    rec = next((r for r in run.records if r.get("kind") == "case"), None)
-    if run.timed_out or not done or rec is None:
-        raise KernelCallError(_death(run, "while being called")[1])
-    if rec["problems"]:
-        raise KernelCallError(f"the kernel misbehaved: {rec['problems'][0]}")
-    if wl.deterministic and not rec.get("deterministic", True):
+        box.close()
+    if wl.deterministic and not all(np.array_equal(runs[0][n].view(np.uint32), runs[1][n].view(np.uint32))
+                                    for n in out_shapes):
         raise KernelCallError("two runs on the same inputs gave different bits (the kernel reads memory it "
                               "never wrote, or races)")
-    return {name: np.load(workdir / path, allow_pickle=False) for name, path in rec["outputs"].items()}
+    return runs[0]

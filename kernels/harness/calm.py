@@ -186,3 +186,31 @@ class BaselineNorms:
             os.replace(tmp, self.path)
         except OSError:
             tmp.unlink(missing_ok=True)
+
+
+def host_sample(pids=()) -> tuple:
+    """(/proc/stat text, CPU seconds of this process and of ``pids``, wall seconds): taken by
+    the evaluator around a timing session (see :func:`others_between`)."""
+    import resource
+    import time
+    try:
+        with open("/proc/stat") as f:
+            text = f.read()
+    except OSError:
+        text = None
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    ours = ru.ru_utime + ru.ru_stime
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ours += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            pass
+    return text, ours, time.perf_counter()
+
+
+def others_between(before: tuple, after: tuple) -> float | None:
+    """CPUs' worth of time other programs ran between two :func:`host_sample` readings that
+    counted the same processes: every CPU's busy time less ours, per wall second."""
+    return others_share(before, after)

@@ -38,3 +38,41 @@ def library(cc: str | None = None) -> str | None:
         Path(tmp).unlink(missing_ok=True)
         return None
     return str(path)
+
+
+class Streams:
+    """The helper's streaming stores, bound through ctypes: fill and copy without leaving
+    dirty lines in the cache (trusted code: loaded by the evaluator and the copy probe)."""
+
+    def __init__(self, lib):
+        import ctypes
+        self.fill_nt, self.copy_nt = lib.i21_fill_nt, lib.i21_copy_nt
+        self.fill_nt.restype = self.copy_nt.restype = None
+        self.fill_nt.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32]
+        self.copy_nt.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self.threads = os.cpu_count() or 1
+
+    def fill(self, arr, word: int) -> None:
+        """Fill a contiguous uint32/float32 array with ``word``."""
+        self.fill_nt(arr.ctypes.data, arr.size, word)
+
+    def copy(self, dst, src) -> None:
+        assert dst.nbytes == src.nbytes and dst.flags.c_contiguous and src.flags.c_contiguous
+        self.copy_nt(dst.ctypes.data, src.ctypes.data, dst.nbytes, self.threads)
+
+
+_STREAMS: dict = {}
+
+
+def streams() -> "Streams | None":
+    """This process's helper (built and loaded once), or None where no C compiler works."""
+    path = library()
+    if path is None:
+        return None
+    if path not in _STREAMS:
+        import ctypes
+        try:
+            _STREAMS[path] = Streams(ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL))
+        except (OSError, AttributeError):
+            _STREAMS[path] = None
+    return _STREAMS[path]

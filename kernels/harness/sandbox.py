@@ -80,7 +80,10 @@ def minimal_env(extra: dict | None = None) -> dict:
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "HOME": "/nonexistent",
-        "PYTHONPATH": str(PROJECT_ROOT),
+        # INT21_SANDBOX_PYTHONPATH: modules sandbox processes may import ahead of the project
+        # (the GPU path's tests put a NumPy stand-in for CuPy there); set by whoever runs the host.
+        "PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("INT21_SANDBOX_PYTHONPATH", ""),
+                                                  str(PROJECT_ROOT)) if p),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
         # Idle OpenMP threads sleep instead of spinning. It must be in the environment the
@@ -191,7 +194,7 @@ def _preexec(limits: Limits | None):
 
 
 def run_process(argv: list[str], *, cwd: Path, limits: Limits, env: dict | None = None,
-                protocol: bool = False) -> ProcessResult:
+                protocol: bool = False, user: int | None = None, group: int | None = None) -> ProcessResult:
     """Exec ``argv`` in a new session with ``limits``; kill the group at the wall limit.
 
     With ``protocol=True`` the child gets a third pipe as fd 3 for JSON-line records
@@ -213,6 +216,7 @@ def run_process(argv: list[str], *, cwd: Path, limits: Limits, env: dict | None 
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=out_w, stderr=err_w, pass_fds=pass_fds, close_fds=True,
             preexec_fn=_preexec(limits if not protocol else None),
+            user=user, group=group, extra_groups=[] if user is not None else None,
         )
     finally:
         os.close(out_w)
@@ -278,10 +282,9 @@ class ZygoteError(RuntimeError):
 class Zygote:
     """Client of ``kernels.harness.zygote``: one server per evaluating thread.
 
-    ``spawn`` hands the server the write ends of three pipes; the server forks a child
-    that runs :func:`kernels.harness.child.main` on the plan and tells us its pid, then
-    its exit status. On the wall limit we ask the server to kill the child's group (the
-    server, which reaps the child, is the only one who can do so without a pid race).
+    ``fork_server`` hands the server five descriptors; it forks a child that runs
+    :func:`kernels.harness.server.main` on them and tells us its pid, and later its exit
+    status (collected by :meth:`reap`). The forked processes never run candidate code.
     """
 
     _local = threading.local()
@@ -290,6 +293,7 @@ class Zygote:
         self._sock = None
         self._proc = None
         self._lock = threading.Lock()
+        self._exited: dict[int, int | None] = {}
 
     @classmethod
     def for_this_thread(cls) -> "Zygote":
@@ -314,6 +318,7 @@ class Zygote:
         child.close()
         self._sock = parent
         self._buf = b""
+        self._exited: dict[int, int | None] = {}
         hello = self._read(timeout=120)
         if hello.get("kind") != "ready":
             raise ZygoteError(f"fork server did not start: {hello}")
@@ -347,47 +352,42 @@ class Zygote:
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
-    def run(self, plan_path: Path, *, cwd: Path, limits: Limits) -> ProcessResult:
+    def fork_server(self, fds: list[int], *, cwd: str) -> int:
+        """Fork a server process (``kernels.harness.server``) on these six descriptors
+        (stdout, stderr, status, control, inputs, outputs); returns its pid. The caller closes its
+        copies of the descriptors; the server's exit status is collected by :meth:`reap`."""
         with self._lock:
-            return self._run(plan_path, cwd, limits)
-
-    def _run(self, plan_path: Path, cwd: Path, limits: Limits) -> ProcessResult:
-        pipes = [os.pipe() for _ in range(3)]
-        start = time.monotonic()
-        request = json.dumps({"kind": "spawn", "plan": str(plan_path), "cwd": str(cwd)}).encode() + b"\n"
-        try:
-            socket.send_fds(self._sock, [request], [w for _, w in pipes])
-        finally:
-            for _, w in pipes:
-                os.close(w)
-        drains = [_Drain(pipes[0][0], OUTPUT_CAP), _Drain(pipes[1][0], OUTPUT_CAP),
-                  _Drain(pipes[2][0], PROTOCOL_CAP)]
-        for d in drains:
-            d.start()
-        timed_out = False
-        try:
-            spawned = self._read(timeout=30)
-            if spawned.get("kind") != "spawned":
-                raise ZygoteError(f"fork server refused: {spawned}")
-            remaining = max(0.1, limits.wall_seconds - (time.monotonic() - start))
+            request = json.dumps({"kind": "server", "cwd": cwd}).encode() + b"\n"
             try:
-                status = self._read(timeout=remaining)
-            except TimeoutError:
-                timed_out = True
-                self._sock.sendall(json.dumps({"kind": "kill", "pid": spawned["pid"]}).encode() + b"\n")
-                status = self._read(timeout=30)
-        except TimeoutError as exc:
-            self.stop()
-            raise ZygoteError("fork server stopped answering") from exc
-        except ZygoteError:
-            self.stop()
-            raise
-        for d in drains:
-            d.join(timeout=5)
-        result = ProcessResult(
-            returncode=status.get("returncode"), timed_out=timed_out,
-            seconds=time.monotonic() - start, stdout=drains[0].text(), stderr=drains[1].text(),
-            stdout_truncated=drains[0].truncated, stderr_truncated=drains[1].truncated,
-        )
-        result.records = _parse_records(drains[2].text())
-        return result
+                socket.send_fds(self._sock, [request], list(fds))
+                while True:
+                    msg = self._read(timeout=30)
+                    if msg.get("kind") == "spawned":
+                        return int(msg["pid"])
+                    self._note(msg)
+            except (TimeoutError, OSError) as exc:
+                self.stop()
+                raise ZygoteError(f"fork server did not answer: {exc}") from exc
+            except ZygoteError:
+                self.stop()
+                raise
+
+    def _note(self, msg: dict) -> None:
+        if msg.get("kind") == "exited":
+            self._exited[int(msg["pid"])] = msg.get("returncode")
+
+    def reap(self, pid: int, *, timeout: float) -> int | None:
+        """The exit status of a forked server, waiting up to ``timeout``; None if still running."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while pid not in self._exited:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                try:
+                    self._note(self._read(timeout=left))
+                except TimeoutError:
+                    return None
+                except ZygoteError:
+                    return None
+            return self._exited.pop(pid)

@@ -54,17 +54,35 @@ DENY_X86_64 = {
     "settimeofday": 164, "clock_settime": 227, "adjtimex": 159, "acct": 163, "quotactl": 179,
 }
 CLONE, CLONE3, TGKILL = 56, 435, 234
+SOCKET, AF_UNIX, EACCES = 41, 1, 13
+
+# A baseline's process (trusted code, or a user's own model) may open files, start the
+# compiler torch.compile runs and signal its own children; it may not reach the network,
+# trace or read other processes, or change the machine.
+_BASELINE_ALLOWED = {
+    "open", "openat", "openat2", "creat", "unlink", "unlinkat", "rename", "renameat", "renameat2", "mkdir",
+    "mkdirat", "rmdir", "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "truncate",
+    "chdir", "fchdir", "execve", "execveat", "fork", "vfork", "kill", "tkill", "setsid", "setpgid", "socketpair",
+    "name_to_handle_at",
+}
+PROFILES = {
+    "candidate": {name: nr for name, nr in DENY_X86_64.items()},
+    "baseline": {name: nr for name, nr in DENY_X86_64.items() if name not in _BASELINE_ALLOWED},
+}
 
 
 def _ins(code, k, jt=0, jf=0) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def program(pid: int) -> bytes:
+def program(pid: int, profile: str = "candidate") -> bytes:
     """The filter: arch check, clone3 → ENOSYS (glibc falls back to clone), clone only
-    for threads, tgkill only at ourselves, the deny list → kill, everything else allowed."""
+    for threads, tgkill only at ourselves, the deny list → kill, everything else allowed.
+    The "baseline" profile lets processes and files be, and refuses sockets other than
+    AF_UNIX with EACCES (a library probing the network gets an error, not a dead process)."""
     kill = _ins(RET_K, SECCOMP_RET_KILL_PROCESS)
     allow = _ins(RET_K, SECCOMP_RET_ALLOW)
+    deny = PROFILES[profile]
     out = [
         _ins(LD_W_ABS, 4),                              # arch
         _ins(JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
@@ -74,15 +92,20 @@ def program(pid: int) -> bytes:
         kill,
     ]
     out += [_ins(JEQ_K, CLONE3, 0, 1), _ins(RET_K, SECCOMP_RET_ERRNO | ENOSYS)]
-    out += [_ins(JEQ_K, CLONE, 0, 4), _ins(LD_W_ABS, 16), _ins(JSET_K, CLONE_THREAD, 1, 0), kill, allow]
-    out += [_ins(JEQ_K, TGKILL, 0, 4), _ins(LD_W_ABS, 16), _ins(JEQ_K, pid, 1, 0), kill, allow]
-    for nr in sorted(set(DENY_X86_64.values())):
+    if profile == "candidate":
+        out += [_ins(JEQ_K, CLONE, 0, 4), _ins(LD_W_ABS, 16), _ins(JSET_K, CLONE_THREAD, 1, 0), kill, allow]
+        out += [_ins(JEQ_K, TGKILL, 0, 4), _ins(LD_W_ABS, 16), _ins(JEQ_K, pid, 1, 0), kill, allow]
+    else:
+        deny = {k: v for k, v in deny.items() if k != "socket"}
+        out += [_ins(JEQ_K, SOCKET, 0, 4), _ins(LD_W_ABS, 16), _ins(JEQ_K, AF_UNIX, 1, 0),
+                _ins(RET_K, SECCOMP_RET_ERRNO | EACCES), allow]
+    for nr in sorted(set(deny.values())):
         out += [_ins(JEQ_K, nr, 0, 1), kill]
     out.append(allow)
     return b"".join(out)
 
 
-def install() -> str | None:
+def install(profile: str = "candidate") -> str | None:
     """Install the filter on this process (and its future threads). None on success,
     else why not."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
@@ -90,7 +113,7 @@ def install() -> str | None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"no_new_privs failed: {os.strerror(ctypes.get_errno())}"
-    prog = program(os.getpid())
+    prog = program(os.getpid(), profile)
     buf = ctypes.create_string_buffer(prog, len(prog))
 
     class SockFprog(ctypes.Structure):

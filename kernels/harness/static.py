@@ -47,15 +47,87 @@ _COMMON_FORBIDDEN = [
      r"clock64|__nanosleep",
      "reads a timer (timing is the harness's job)"),
     (r"globaltimer|%clock\w*", "reads a hardware timer register"),
-    (r"constructor|destructor|init_priority|section|ifunc|alias|weakref|visibility|symver",
+    # Attribute names may be spelled with double underscores (__section__): both forms.
+    (r"(?:__)?(?:constructor|destructor|init_priority|section|ifunc|alias|weakref|visibility|symver)(?:__)?",
      "changes how the binary is loaded or linked"),
-    (r"__builtin_frame_address|__builtin_return_address|__builtin_extract_return_addr",
+    (r"__builtin_frame_address|__builtin_return_address|__builtin_extract_return_addr|__builtin_frob_return_addr|"
+     r"__builtin_dwarf_cfa|__builtin_apply|__builtin_apply_args|__builtin_return|__builtin_eh_return|"
+     r"__builtin_unwind_init|__builtin_stack_save|__builtin_stack_restore",
      "inspects the call stack"),
+    (r"__builtin_longjmp|__builtin_setjmp|_setjmp|_longjmp|sigsetjmp|siglongjmp|__sigsetjmp",
+     "jumps out of a function (a kernel returns to its caller)"),
+    (r"_mm_setcsr|_mm_getcsr|__builtin_ia32_ldmxcsr|__builtin_ia32_stmxcsr|_MM_SET_\w+|fesetround|fesetenv|"
+     r"feholdexcept|fesetexceptflag|feupdateenv|fedisableexcept|feenableexcept",
+     "changes the floating-point environment (rounding, flush-to-zero) its caller runs in"),
+    (r"omp_set_num_threads|omp_set_dynamic|omp_set_nested|omp_set_max_active_levels|omp_set_schedule",
+     "changes its caller's OpenMP settings (use a num_threads clause)"),
 ]
 _CALLED = {"starts processes", "does file or terminal I/O", "uses the network",
            "loads code dynamically", "talks to the operating system",
            "reads a timer (timing is the harness's job)",
            "manages device memory or launches work itself"}
+_TEXT_ONLY = {"inspects the call stack", "jumps out of a function (a kernel returns to its caller)",
+              "changes the floating-point environment (rounding, flush-to-zero) its caller runs in",
+              "changes its caller's OpenMP settings (use a num_threads clause)"}
+
+# Attributes refused wherever they appear in an attribute list (``__attribute__((...))`` or
+# ``[[...]]``), in either spelling (``used`` / ``__used__``); as ordinary words they are fine.
+_ATTRIBUTES = {
+    # What the binary cannot show the audit: flags changed for one function, or a body of asm.
+    # Load-time attributes (constructor, section, ifunc…) are refused above by name and, however
+    # they were spelled, by the audit of the object's sections and symbols.
+    "optimize": "changes the compiler's flags (the harness fixes them)",
+    "naked": "contains inline assembly",
+}
+
+
+def _attribute_lists(text: str):
+    """(start offset, body) of every __attribute__((...)) and [[...]] in cleaned source."""
+    for m in re.finditer(r"(?<![\w$])(?:__attribute__|__attribute)\s*\(", text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        yield m.start(), text[m.end():i]
+    for m in re.finditer(r"\[\[(.*?)\]\]", text, re.S):
+        yield m.start(), m.group(1)
+
+
+def _attribute_findings(text: str) -> list["StaticFinding"]:
+    out = []
+    for start, body in _attribute_lists(text):
+        for word in re.findall(r"[A-Za-z_]\w*", body):
+            name = word.strip("_")
+            if ":" in body and word in ("gnu", "clang"):
+                continue
+            if name in _ATTRIBUTES:
+                out.append(StaticFinding(_line_of(text, start), _ATTRIBUTES[name], f"attribute '{word}'"))
+    return out
+
+
+def _macro_findings(text: str) -> list["StaticFinding"]:
+    """Stringizing (``#x``) turns tokens into the text of a pragma no check could read on the
+    source (``_Pragma(STR(GCC dependency ...))``): refused in any #define. Without it, every
+    pragma's text appears literally in the source, where the pragma rules see it; a string
+    naming a "dependency" (the pragma that probes the compile host's files) is refused
+    outright, and ``_Pragma`` must be given a string literal."""
+    out = []
+    for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+[A-Za-z_]\w*(\([^)]*\))?(.*)$", text, re.M):
+        body = re.sub(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', "", m.group(2))
+        if re.search(r"(?<!#)#(?!#)", body.replace("##", "")):
+            out.append(StaticFinding(_line_of(text, m.start()), "macro",
+                                     "stringizing (#) in a macro is not allowed: it builds pragma text the "
+                                     "checks cannot see"))
+    for m in re.finditer(r'"((?:[^"\\\n]|\\.)*)"', text):
+        if re.search(r"\bdependency\b", m.group(1)):
+            out.append(StaticFinding(_line_of(text, m.start()), "pragma",
+                                     "'GCC dependency' is not allowed (it probes the compile host's files)"))
+    for m in re.finditer(r"(?<![\w$])_Pragma\s*\(\s*(?![\s]*(?:L|u8|u|U)?\")", text):
+        out.append(StaticFinding(_line_of(text, m.start()), "pragma",
+                                 "_Pragma must be given a string literal"))
+    return out
 _C_ONLY = [
     (r"asm|__asm__|__asm", "contains inline assembly"),
 ]
@@ -195,5 +267,45 @@ def check_source(source: str, language: str, entry: str = "kernel") -> list[Stat
     if not re.search(entry_re, text):
         want = f"void {entry}(...)" if language == "c" else f'extern "C" __global__ void {entry}(...)'
         findings.append(StaticFinding(1, "entry point", f"no definition of {want}"))
+    if language in ("c", "cuda"):
+        findings += _attribute_findings(text) + _macro_findings(text)
+    findings = list({(f.line, f.rule): f for f in findings}.values())
+    findings.sort(key=lambda f: f.line)
+    return findings
+
+
+def check_preprocessed(text: str, language: str = "c", filename: str = "kernel") -> list[StaticFinding]:
+    """The same rules on the preprocessor's output (``cc -E``), on the candidate's own lines
+    only (the line markers say whose they are: headers legitimately hold asm and attributes):
+    whatever a macro expanded to, and every ``_Pragma`` as the ``#pragma`` it became."""
+    own, line_no, mine = [], 1, True
+    for raw in text.split("\n"):
+        m = re.match(r'^#\s+(\d+)\s+"([^"]*)"', raw)
+        if m:
+            line_no, mine = int(m.group(1)), m.group(2) == filename
+            continue
+        if mine:
+            own.append((line_no, raw))
+            line_no += 1
+    findings = []
+    body = "\n".join(f"{t}" for _, t in own)
+    lines = [n for n, _ in own]
+    # Imports and instructions are the audit's (it sees the binary however the source spelled
+    # them); here, what only the text can show: pragmas, attributes, and builtins that compile
+    # to no import (stack inspection, long jumps, the FP environment, OpenMP state).
+    for pattern, why in (r for r in _COMMON_FORBIDDEN if r[1] in _TEXT_ONLY):
+        tail = r"(?=\s*\()" if why in _CALLED else ""
+        for m in re.finditer(rf"(?<![\w$])({pattern})(?![\w$]){tail}", body):
+            findings.append(StaticFinding(lines[body.count("\n", 0, m.start())], why, f"'{m.group(1)}'"))
+    for m in re.finditer(r"^\s*#\s*pragma\s+(\w+)(.*)$", body, re.M):
+        name, rest = m.group(1), m.group(2)
+        ok = name in ("omp", "unroll", "nv_diag_suppress", "nv_diag_default") or (
+            name == "GCC" and re.match(r"\s*(unroll|ivdep)\b", rest))
+        if not ok:
+            findings.append(StaticFinding(lines[body.count("\n", 0, m.start())], "pragma",
+                                          f"#pragma {name}{rest.rstrip()} is not allowed"))
+    for f in _attribute_findings(body):
+        findings.append(StaticFinding(lines[min(f.line - 1, len(lines) - 1)] if lines else 1, f.rule, f.text))
+    findings = list({(f.line, f.rule): f for f in findings}.values())
     findings.sort(key=lambda f: f.line)
     return findings

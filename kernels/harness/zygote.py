@@ -1,10 +1,12 @@
-"""The fork server: imports NumPy and torch once, then forks one fresh child per candidate.
+"""The fork server: imports NumPy and torch once, then forks one fresh sandbox process per request.
 
-It never loads candidate code itself; each forked child does, once, and exits. Speaks
-JSON lines over the socket in ``INT21_ZYGOTE_FD``:
+It never runs candidate code, and neither do its children: each child is a trusted server
+process (``kernels.harness.server``: one baseline, or a GPU's host side) that isolates itself
+before it prepares anything a user wrote. Speaks JSON lines over the socket in
+``INT21_ZYGOTE_FD``:
 
     ← {"kind": "ready", "preloaded": [...]}
-    → {"kind": "spawn", "plan": path, "cwd": path}  + 3 fds (stdout, stderr, protocol)
+    → {"kind": "server", "cwd": path}  + 6 fds (stdout, stderr, status, control, inputs, outputs)
     ← {"kind": "spawned", "pid": N}     then later   ← {"kind": "exited", "pid": N, "returncode": R}
     → {"kind": "kill", "pid": N}        (the client's watchdog fired)
 
@@ -23,7 +25,7 @@ import sys
 
 def _preload() -> list[str]:
     loaded = []
-    for name in ("numpy", "threadpoolctl", "torch", "kernels.harness.child"):
+    for name in ("numpy", "threadpoolctl", "torch", "kernels.harness.server"):
         try:
             importlib.import_module(name)
             loaded.append(name)
@@ -45,7 +47,7 @@ def _send(sock: socket.socket, msg: dict) -> None:
     sock.sendall(json.dumps(msg).encode() + b"\n")
 
 
-def _child(sock: socket.socket, fds: list[int], plan: str, cwd: str, wake_r: int, wake_w: int) -> None:
+def _child(sock: socket.socket, fds: list[int], cwd: str, wake_r: int, wake_w: int) -> None:
     code = 70
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -54,15 +56,13 @@ def _child(sock: socket.socket, fds: list[int], plan: str, cwd: str, wake_r: int
         sock.close()
         os.close(wake_r)
         os.close(wake_w)
-        for target, fd in zip((1, 2, 3), fds):
+        high = [os.dup(fd) for fd in fds]              # out of the way of the targets first
+        for target, fd in zip((1, 2, 3, 4, 5, 6), high):
             os.dup2(fd, target)
-        for fd in fds:
-            if fd > 3:
-                os.close(fd)
-        os.closerange(4, 1024)
+        os.closerange(7, 65536)
         os.chdir(cwd)
-        from kernels.harness import child
-        code = child.main(plan)
+        from kernels.harness import server
+        code = server.main()
     except BaseException as exc:  # the child must never return into the server loop
         try:
             os.write(2, f"child setup failed: {exc!r}\n".encode())
@@ -102,7 +102,7 @@ def main() -> int:
                         _send(sock, {"kind": "exited", "pid": pid,
                                      "returncode": os.waitstatus_to_exitcode(status)})
                     continue
-                data, fds, _, _ = socket.recv_fds(sock, 65536, 8)
+                data, fds, _, _ = socket.recv_fds(sock, 65536, 16)
                 if not data:
                     return 0
                 buf += data
@@ -110,12 +110,12 @@ def main() -> int:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     msg = json.loads(line)
-                    if msg["kind"] == "spawn":
-                        fds3, pending_fds = pending_fds[:3], pending_fds[3:]
+                    if msg["kind"] == "server":
+                        fds6, pending_fds = pending_fds[:6], pending_fds[6:]
                         pid = os.fork()
                         if pid == 0:
-                            _child(sock, fds3, msg["plan"], msg["cwd"], wake_r, wake_w)
-                        for fd in fds3:
+                            _child(sock, fds6, msg["cwd"], wake_r, wake_w)
+                        for fd in fds6:
                             os.close(fd)
                         children.add(pid)
                         _send(sock, {"kind": "spawned", "pid": pid})

@@ -1,7 +1,6 @@
-"""CPU target: C11 + OpenMP through the system C compiler into a shared object.
-
-The shared object is only ever loaded inside a sandbox child. Builds are cached by
-source + params + flags + compiler version.
+"""CPU target: C11 + OpenMP through the system C compiler into an object file, audited, then
+linked into the trusted runner (``kernels/harness/runner.c``): the only process that ever
+executes it. Builds are cached by source + params + flags + compiler version.
 """
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import os
 import platform
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -21,7 +21,7 @@ from kernels.targets.base import Artifact, AuditResult, CompileFailure, cache_di
 
 CC = os.environ.get("INT21_CC", "gcc")
 INCLUDE_DIR = Path(__file__).resolve().parents[1] / "harness" / "include"
-BASE_FLAGS = [f"-I{INCLUDE_DIR}", "-std=gnu11", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-ident",
+BASE_FLAGS = [f"-I{INCLUDE_DIR}", "-std=gnu11", "-O3", "-march=native", "-fopenmp", "-fPIE", "-fno-ident",
               "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas",
               "-Werror=implicit-function-declaration", "-Werror=implicit-int",
               "-Werror=incompatible-pointer-types", "-Werror=return-type", "-Werror=int-conversion"]
@@ -39,10 +39,10 @@ ALLOWED_SYMBOLS = re.compile(
     # GOMP_parallel_end pair (no pragma emits it since GCC 4.9; started and never ended, its
     # workers keep running after the kernel returns) nor the offload-plugin interface.
     r"GOMP_(?!parallel(?:_loop_\w+|_sections)?_start$|parallel_end$|PLUGIN_|OFFLOAD_)\w+|omp_get_(thread_num|num_threads|max_threads|num_procs|level|team_size|"
-    r"ancestor_thread_num|dynamic|nested)|omp_set_num_threads|omp_in_parallel|"
+    r"ancestor_thread_num|dynamic|nested)|omp_in_parallel|"
     r"memcpy|memmove|memset|memcmp|__memcpy_chk|__memmove_chk|__memset_chk|"
     r"malloc|calloc|realloc|free|aligned_alloc|posix_memalign|"
-    r"abort|exit|_exit|__assert_fail|__stack_chk_fail|__cxa_finalize|__gmon_start__|"
+    r"abort|exit|_exit|__assert_fail|__stack_chk_fail|__cxa_finalize|__gmon_start__|_GLOBAL_OFFSET_TABLE_|"
     r"_ITM_deregisterTMCloneTable|_ITM_registerTMCloneTable)$")
 
 
@@ -105,6 +105,7 @@ def cpu_fingerprint() -> dict:
 class CpuTarget:
     name = "cpu"
     language = "c"
+    min_timed_calls = 0          # the CPU's timer is the evaluator's clock: no floor beyond the goal's
 
     def available(self) -> tuple[bool, str]:
         if shutil.which(CC) is None:
@@ -141,50 +142,80 @@ class CpuTarget:
         return flags
 
     def compile(self, source: str, params: dict, options: dict) -> Artifact | CompileFailure:
+        """Source → an object file (``kernel.o``), cached. Three sandboxed steps, run as an
+        unprivileged user of their own: preprocess (and check what the candidate's own lines
+        expanded to, pragmas from ``_Pragma`` included), compile the checked text to assembly
+        (refused if any assembly came from the source), assemble."""
         flags = self.flags(options)
         text = param_prelude(params) + source
-        key = hashlib.sha256("\0".join([text, " ".join(flags), compiler_version(), include_digest()]).encode()).hexdigest()[:32]
+        key = hashlib.sha256("\0".join([text, " ".join(flags), compiler_version(), include_digest(),
+                                         "object-v2"]).encode()).hexdigest()[:32]
         out_dir = cache_dir() / "cpu"
         out_dir.mkdir(parents=True, exist_ok=True)
-        artifact = out_dir / f"{key}.so"
+        artifact = out_dir / f"{key}.o"
         if artifact.exists():
             log_path = artifact.with_suffix(".log")
             return Artifact(artifact, 0.0, log_path.read_text() if log_path.exists() else "", cached=True)
         start = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="int21-cc-") as tmp:
-            src = Path(tmp) / "kernel.c"
-            src.write_text(text)
+        from kernels.harness.box import Box
+        box = Box()
+        try:
+            tmp = box.home
+            (tmp / "kernel.c").write_text(text)
+            if box.root_user:
+                os.chown(tmp / "kernel.c", box.uid, box.gid)
             limits = Limits(wall_seconds=options.get("compile_timeout", 120), cpu_seconds=300,
                             memory_mb=4096, file_mb=256)
-            # Two steps: C → assembly, then assembly → shared object. In between, assembly that
-            # came from the source (inline or top-level asm, however its keyword was spelled)
-            # is refused before the assembler ever runs (.incbin would read host files).
-            result = run_process([CC, *flags, "-S", "-o", "kernel.s", "kernel.c"], cwd=Path(tmp),
-                                 limits=limits, env=minimal_env({"TMPDIR": tmp}))
+            run = functools.partial(run_process, cwd=tmp, limits=limits, env=minimal_env({"TMPDIR": str(tmp)}),
+                                    user=box.uid if box.root_user else None,
+                                    group=box.gid if box.root_user else None)
+            result = run([CC, *flags, "-E", "-o", "kernel.i", "kernel.c"])
+            log = result.stdout + result.stderr
+            if result.returncode != 0 and "dependency" in log:
+                # A "GCC dependency" pragma built by macros probes the compile host's files: the
+                # same answer whether the file exists or not, and no compiler log to read it from.
+                return CompileFailure("a '#pragma GCC dependency' (it probes the compile host's files) is not "
+                                      "allowed", "", seconds=time.monotonic() - start, refused=True)
             if result.returncode == 0 and not result.timed_out:
-                if "#APP" in (Path(tmp) / "kernel.s").read_text(errors="replace"):
+                from kernels.harness.static import check_preprocessed
+                findings = check_preprocessed((tmp / "kernel.i").read_text(errors="replace"), "c")
+                if findings:
+                    return CompileFailure(f"after preprocessing, {findings[0].sentence()}", "",
+                                          seconds=time.monotonic() - start, refused=True)
+                result = run([CC, *flags, "-S", "-o", "kernel.s", "kernel.i"])
+                log = result.stdout + result.stderr
+            # In between, assembly that came from the source (inline or top-level asm, however its
+            # keyword was spelled) is refused before the assembler ever runs (.incbin would read
+            # host files).
+            if result.returncode == 0 and not result.timed_out:
+                if "#APP" in (tmp / "kernel.s").read_text(errors="replace"):
                     return CompileFailure("the source contains assembly after preprocessing (inline or "
                                           "top-level asm is not allowed)", "", seconds=time.monotonic() - start,
                                           refused=True)
-                result = run_process([CC, *flags, "-o", "kernel.so", "kernel.s", "-lm"], cwd=Path(tmp),
-                                     limits=limits, env=minimal_env({"TMPDIR": tmp}))
+                result = run([CC, *flags, "-c", "-o", "kernel.o", "kernel.s"])
+                log += result.stdout + result.stderr
             seconds = time.monotonic() - start
-            log = (result.stdout + result.stderr)[-20000:]
+            log = log[-20000:]
             if result.timed_out:
                 return CompileFailure(f"compilation ran past its {limits.wall_seconds:g} s limit",
                                       log, timed_out=True, seconds=seconds)
-            if result.returncode != 0 or not (Path(tmp) / "kernel.so").exists():
+            if result.returncode != 0 or not (tmp / "kernel.o").exists():
                 first = next((ln for ln in log.splitlines() if "error" in ln), log.strip()[:200])
                 return CompileFailure(f"the compiler rejected the source: {first.strip()}", log, seconds=seconds)
             tmp_art = out_dir / f".{key}.{os.getpid()}.tmp"
-            shutil.copyfile(Path(tmp) / "kernel.so", tmp_art)
+            shutil.copyfile(tmp / "kernel.o", tmp_art)
             os.replace(tmp_art, artifact)
             artifact.with_suffix(".log").write_text(log)
+        finally:
+            box.close()
         return Artifact(artifact, seconds, log)
 
     # ------------------------------------------------------------------ audit
 
     def audit(self, artifact: Artifact, options: dict) -> AuditResult:
+        """The object, before it is linked into anything: every symbol it imports on the
+        allowlist, its entry point defined, no code that runs at load (init/fini sections,
+        constructors, indirect functions), no executable stack, no forbidden instructions."""
         problems, details = [], {}
         undefined = _symbols(artifact.path, "--undefined-only")
         defined = _symbols(artifact.path, "--defined-only")
@@ -195,49 +226,89 @@ class CpuTarget:
         entry = options.get("entry", "kernel")
         if entry not in defined:
             problems.append(f"does not export the entry point '{entry}'")
-        init = _section_sizes(artifact.path)
-        details["sections"] = init
-        baseline = _baseline_sections(tuple(self.flags(options)))
-        for sec in (".init_array", ".fini_array", ".ctors", ".dtors", ".preinit_array"):
-            if init.get(sec, 0) > baseline.get(sec, 0):
-                problems.append(f"runs code when loaded or unloaded ({sec} has extra entries)")
-        details["text_bytes"] = init.get(".text", 0)
+        sections = _sections(artifact.path)
+        details["sections"] = {name: size for name, (_, size, _) in sections.items()}
+        for name, (kind, size, flags) in sections.items():
+            if (any(name == p or name.startswith(p + ".") for p in _LOAD_SECTIONS)
+                    or kind in ("INIT_ARRAY", "FINI_ARRAY", "PREINIT_ARRAY")):
+                problems.append(f"runs code when loaded or unloaded (it has a {name} section)")
+            elif "X" in flags and not (name == ".text" or name.startswith(".text.") or name == ".note.GNU-stack"):
+                problems.append(f"puts code in a section of its own ({name}), outside .text")
+        stack = sections.get(".note.GNU-stack")
+        if stack is None or "X" in stack[2]:
+            problems.append("asks for an executable stack")
+        details["text_bytes"] = sum(size for name, (_, size, _) in sections.items()
+                                    if name == ".text" or name.startswith(".text."))
         problems += _code_problems(artifact.path)
+        problems = list(dict.fromkeys(problems))
         return AuditResult(not problems, problems, details)
 
+    # ------------------------------------------------------------------ runner
+
+    def prepare(self, artifact: Artifact, workload, options: dict):
+        """The audited object linked into the trusted runner: the executable that runs it."""
+        from kernels.harness.runner import link
+        return link(artifact.path, workload.args, entry=options.get("entry", "kernel"))
+
+    def start(self, runnable, *, inputs, outputs, box, settings, workload, params):
+        """The candidate's process for one phase: the runner executable, isolated and stopped."""
+        from kernels.harness.process import RunnerProcess
+        return RunnerProcess(runnable, inputs=inputs, outputs=outputs, box=box, wall_seconds=settings.run_timeout,
+                             memory_mb=settings.memory_mb, cpu_seconds=int(settings.run_timeout * 4) + 10)
+
+    def call_tokens(self, wl, shape, scalars, *, inputs: dict, outputs: dict, params: dict) -> str:
+        """One call's arguments for the runner: buffer offsets, dims, float32 scalars' bits."""
+        tokens = []
+        for a in wl.args:
+            if a.kind == "in":
+                tokens.append(f"i{inputs[a.name]:x}")
+            elif a.kind == "out":
+                tokens.append(f"o{outputs[a.name]:x}")
+            elif a.kind == "dim":
+                tokens.append(f"d{int(shape[a.name])}")
+            else:
+                tokens.append(f"f{struct.unpack('<I', struct.pack('<f', float(scalars[a.name])))[0]:x}")
+        return " ".join(tokens)
+
+    def call_problems(self, reply, proc, *, inputs, outputs, threads_declared) -> list[tuple[str, str]]:
+        """What the kernel left changed for its caller (the runner's report after the call)."""
+        from kernels.harness.verdicts import state_problems
+        return [("suspicious", p) for p in state_problems(reply, proc, threads_declared=threads_declared)]
+
+    def ceilings(self, refresh: bool = False) -> dict:
+        from kernels.harness.roofline import cpu_ceilings
+        return cpu_ceilings(self.fingerprint(), refresh=refresh)
+
+
+_LOAD_SECTIONS = (".init", ".fini", ".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors")
 
 # Instructions a kernel never needs. Inline asm is refused by the static check, but the asm
-# keyword and __builtin_ia32_rdtsc can be spelled by token pasting, so look at the code.
-_FORBIDDEN_INSN = re.compile(r"^\s*[0-9a-f]+:\s+(syscall|sysenter|int|rdtscp?|rdpmc)\b", re.M)
+# keyword and __builtin_ia32_rdtsc can be spelled by token pasting, so look at the code. The
+# FP-environment loads (ldmxcsr, fldcw, …) would change the caller's rounding or denormals.
+_FORBIDDEN_INSN = re.compile(r"^\s*[0-9a-f]+:\s+(syscall|sysenter|int|int3|rdtscp?|rdpmc|v?ldmxcsr|fldcw|fldenv|"
+                             r"frstor|fxrstor64|fxrstor|xrstors?|wrpkru|wrfsbase|wrgsbase)\b", re.M)
 
 
 def _code_problems(path: Path) -> list[str]:
-    """What the symbol audit cannot see: system calls and timer reads in the machine code,
-    an executable stack (a nested function's trampoline asks for one; bytes on the stack
-    then run as code), and indirect functions (their resolvers run inside the loader)."""
+    """What the symbol audit cannot see: system calls, timer reads and FP-environment loads in
+    the machine code, and indirect functions (their resolvers run inside the loader)."""
     problems = []
     code = _run(["objdump", "-d", "--no-show-raw-insn", str(path)], timeout=60)
     if not code.strip():
         problems.append("could not be disassembled for the instruction audit (is objdump installed?)")
     found = sorted(set(_FORBIDDEN_INSN.findall(code)))
     if found:
-        problems.append(f"contains forbidden instructions: {', '.join(found)} (system calls and timer reads "
-                        "are not a kernel's business)")
-    headers = _run(["readelf", "-W", "-l", "-r", "--dyn-syms", str(path)])
-    stack = re.search(r"^\s*GNU_STACK\s+(?:\S+\s+){5}(.+?)\s+0x[0-9a-f]+\s*$", headers, re.M)
-    if stack is None or "E" in stack.group(1):
-        problems.append("asks for an executable stack")
-    for m in re.finditer(r"^\s*LOAD\s+(?:\S+\s+){5}(.+?)\s+0x[0-9a-f]+\s*$", headers, re.M):
-        if "W" in m.group(1) and "E" in m.group(1):
-            problems.append("has a segment that is both writable and executable")
-            break
-    if re.search(r"\bIFUNC\b|R_X86_64_IRELATIVE|R_AARCH64_IRELATIVE", headers):
+        problems.append(f"contains forbidden instructions: {', '.join(found)} (system calls, timer reads and "
+                        "changes to the floating-point environment are not a kernel's business)")
+    symbols = _run(["readelf", "-W", "-s", "-r", str(path)])
+    if re.search(r"\bIFUNC\b|R_X86_64_IRELATIVE|R_AARCH64_IRELATIVE", symbols):
         problems.append("runs code when loaded (it defines an indirect function, whose resolver runs in the loader)")
     return problems
 
 
 def _symbols(path: Path, which: str) -> set[str]:
-    out = _run(["nm", "-D", which, "--format=posix", str(path)])
+    """Global symbols of an object file, undefined (imports) or defined (exports)."""
+    out = _run(["nm", "--extern-only", which, "--format=posix", str(path)])
     names = set()
     for line in out.splitlines():
         parts = line.split()
@@ -246,19 +317,12 @@ def _symbols(path: Path, which: str) -> set[str]:
     return names
 
 
-def _section_sizes(path: Path) -> dict:
-    sizes = {}
+def _sections(path: Path) -> dict:
+    """name → (type, size, flags) of every section of an object file."""
+    out = {}
     for line in _run(["readelf", "-S", "-W", str(path)]).splitlines():
-        m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", line)
+        m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([A-Za-z]*)",
+                     line)
         if m:
-            sizes[m.group(1)] = int(m.group(2), 16)
-    return sizes
-
-
-@functools.lru_cache(maxsize=4)
-def _baseline_sections(flags: tuple) -> dict:
-    """Section sizes of an empty kernel built the same way: what the toolchain adds itself."""
-    with tempfile.TemporaryDirectory(prefix="int21-cc-") as tmp:
-        (Path(tmp) / "k.c").write_text("void kernel(void) {}\n")
-        subprocess.run([CC, *flags, "-o", "k.so", "k.c", "-lm"], cwd=tmp, capture_output=True, timeout=60)
-        return _section_sizes(Path(tmp) / "k.so") if (Path(tmp) / "k.so").exists() else {}
+            out[m.group(1)] = (m.group(2), int(m.group(3), 16), m.group(4))
+    return out

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from kernels.harness.sandbox import Limits, minimal_env, run_process
+from kernels.targets.device import DeviceRunner
 from kernels.targets.base import Artifact, AuditResult, CompileFailure, cache_dir, param_prelude
 
 DEFAULT_ARCH = "sm_90"
@@ -296,7 +297,7 @@ def _cubin_resources(info: dict | None) -> dict:
 
 # --------------------------------------------------------------------------- target
 
-class CudaTarget:
+class CudaTarget(DeviceRunner):
     name = "cuda"
     language = "cuda"
 

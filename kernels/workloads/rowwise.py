@@ -7,6 +7,9 @@ SHAPES = ShapeSets(
     awkward=(Shape.of(rows=67, cols=1013), Shape.of(rows=5, cols=4099)),
     minimal=(Shape.of(rows=1, cols=1), Shape.of(rows=1, cols=33)),
     held_out=(Shape.of(rows=4096, cols=2048), Shape.of(rows=333, cols=3001)),
+    # The vector fast paths' own shapes (every column count a multiple of 16 and of 64): a
+    # path taken only when cols is aligned must be checked too, not only the awkward ones.
+    aligned=(Shape.of(rows=33, cols=1024), Shape.of(rows=4, cols=4096), Shape.of(rows=64, cols=64)),
 )
 
 CHUNK_FITS = Constraint("CHUNK * THREADS <= max(rows, 1) or CHUNK == 1",

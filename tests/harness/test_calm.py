@@ -170,12 +170,14 @@ def _scripted_sessions(monkeypatch, tmp_path, numpy_medians):
         norms.record(_timings(numpy=10.0))
     script = iter(numpy_medians)
 
-    def session(self, wl, workdir, tcase, tol):
+    def session(ctx, shape, baselines):
         return {"verdict": None, "timings": _timings(candidate=1.0, numpy=next(script)), "notes": [],
                 "details": {}, "summary": "timed"}
-    monkeypatch.setattr(Evaluator, "_benchmark", session)
+    from kernels.harness import evaluator
+    monkeypatch.setattr(evaluator, "_session", session)
     ev = Evaluator(EvalSettings(timing_shape=SHAPE, retime=2))
-    return ev._calm_benchmark(WL, get_target("cpu"), tmp_path, tcase, None)
+    ctx = types.SimpleNamespace(wl=WL, tgt=get_target("cpu"))
+    return ev._calm_benchmark(ctx, tcase.shape, [])
 
 
 def test_a_slow_phase_that_persists_into_the_second_session_is_not_timed_a_third_time(monkeypatch, tmp_path):

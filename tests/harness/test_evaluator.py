@@ -81,11 +81,15 @@ def test_a_timed_evaluation_reports_speedups_as_ratios_of_medians(timed_outcome)
 
 
 def test_the_sandbox_child_drops_privileges_and_network_when_it_can(timed_outcome):
+    """Each evaluation runs as an unprivileged user of its own (a contest judge's box): never
+    root, never an account that exists, never the user of another evaluation."""
     import os
+    import re
     isolation = timed_outcome.stage("correctness").details["isolation"]
-    assert "no_new_privs" in isolation
+    assert "no_new_privs" in isolation and "seccomp" in isolation
     if os.geteuid() == 0:
-        assert "no_network" in isolation and "uid_65534" in isolation
+        uids = [int(w[4:]) for w in isolation if re.fullmatch(r"uid_\d+", w)]
+        assert "no_network" in isolation and uids and uids[0] >= 1_000_000
 
 
 def test_the_benchmark_records_which_blas_kernel_the_baseline_ran(timed_outcome):
@@ -125,23 +129,6 @@ def test_every_shape_sees_every_distribution_even_with_more_distributions_than_s
         assert {c.distribution for c in cases if c.shape == shape} == set(wl6.distributions)
         assert len({c.seed for c in cases if c.shape == shape}) >= 5
 
-
-
-@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="only root shares the folder with an unprivileged child")
-def test_sharing_the_folder_again_leaves_what_an_earlier_child_wrote_writable_for_the_next(tmp_path):
-    """The sanity re-check runs a second benchmark child in the same folder; the CUDA child
-    writes its outputs after dropping to nobody, so a first child's out_timing_y.npy made
-    read-only by the second _share stopped the re-check (seen on an H200: PermissionError)."""
-    import os
-    from kernels.harness.evaluator import _share
-    mine, childs = tmp_path / "in_c0_x.npy", tmp_path / "out_timing_y.npy"
-    mine.write_bytes(b"x")
-    childs.write_bytes(b"y")
-    os.chown(childs, 65534, 65534)
-    os.chmod(childs, 0o644)
-    _share(tmp_path)
-    assert mine.stat().st_mode & 0o777 == 0o444
-    assert childs.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_single_threaded_kernel_timed_after_torch_is_not_billed_for_torchs_threads():

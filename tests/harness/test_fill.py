@@ -1,49 +1,48 @@
-"""The timing child's streaming stores (fill.c): the poison fill and the copy, exact to the
-byte, and a fallback to numpy that is reported, never a failure."""
+"""The harness's streaming stores (fill.c): the poison fill and the copy, exact to the byte,
+and a fallback to numpy that is reported, never a failure."""
 import ctypes
 
 import numpy as np
 import pytest
 
-from kernels.harness import child, fill
+from kernels.harness import fill
+from kernels.harness.arena import POISON_WORD, Arena
+from kernels.harness.phases import _poison
 
 
 @pytest.fixture(scope="module")
 def streams():
-    path = fill.library()
-    assert path, "the streaming fill did not build with the system C compiler"
-    return child._streams({"fill_lib": path}, [])
-
-
-@pytest.fixture(scope="module")
-def nt_fill(streams):
-    return streams.fill
+    s = fill.streams()
+    assert s is not None, "the streaming fill did not build with the system C compiler"
+    return s
 
 
 @pytest.mark.parametrize("offset,n", [(0, 0), (0, 1), (1, 3), (3, 17), (1, 4096 * 3 + 5), (0, 1 << 20)])
-def test_the_streaming_fill_writes_every_word_of_the_range_and_nothing_outside_it(nt_fill, offset, n):
+def test_the_streaming_fill_writes_every_word_of_the_range_and_nothing_outside_it(streams, offset, n):
     buf = np.zeros(n + offset + 8, dtype=np.uint32)
-    nt_fill(buf[offset:].ctypes.data, n, 0x7FC12345)
+    streams.fill(buf[offset:offset + n], 0x7FC12345)
     assert (buf[offset:offset + n] == 0x7FC12345).all()
     assert (buf[:offset] == 0).all() and (buf[offset + n:] == 0).all()
 
 
-def test_a_guarded_output_poisoned_by_streaming_stores_holds_the_fresh_nan_and_intact_guards(nt_fill):
-    g = child.Guarded((7, 33))
-    g.poison(np.random.default_rng(1), nt_fill)
-    words = g.body
-    assert np.isnan(g.array).all() and (words == words[0]).all() and words[0] != child.POISON_WORD
-    assert g.guards_intact()
+def test_a_guarded_output_poisoned_by_streaming_stores_holds_the_fresh_nan_and_intact_guards(streams):
+    with Arena("outputs", {"y": (7, 33)}) as arena:
+        _poison(arena.array("y"), np.random.default_rng(1), streams)
+        words = arena.raw("y")
+        assert np.isnan(arena.array("y")).all() and (words == words[0]).all() and words[0] != POISON_WORD
+        assert arena.guards_intact("y")
 
 
-def test_a_fill_library_that_will_not_load_falls_back_to_numpy_with_a_note(tmp_path):
-    notes = []
-    assert child._streams({"fill_lib": str(tmp_path / "missing.so")}, notes) is None
-    assert notes and "poison fill through the cache" in notes[0]
-    assert child._streams({}, []) is None
+def test_a_fill_library_that_will_not_load_falls_back_to_numpy(tmp_path, monkeypatch):
+    monkeypatch.setattr(fill, "library", lambda cc=None: str(tmp_path / "missing.so"))
+    fill._STREAMS.clear()
+    try:
+        assert fill.streams() is None
+    finally:
+        fill._STREAMS.clear()
 
 
-def test_the_fill_library_is_built_once_and_reused(nt_fill):
+def test_the_fill_library_is_built_once_and_reused(streams):
     assert fill.library() == fill.library()
     assert ctypes.CDLL(fill.library()).i21_fill_nt
 

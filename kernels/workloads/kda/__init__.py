@@ -63,8 +63,10 @@ def make_inputs(shape: Shape, distribution: str, seed: int) -> dict:
     elif distribution == "tiny":          # values x1e-4
         g, beta = _log_sigmoid(gate), _sigmoid(b)
         v = v * 1e-4
-    elif distribution == "beta_one":      # beta ~ 1 (mostly exactly 1 in float32), long memory:
-        g, beta = _log_sigmoid(gate + 5.0), _sigmoid(b + 12.0)   # full replacement each step
+    elif distribution == "beta_one":      # beta exactly 1.0f at 90% of steps, long memory:
+        # full replacement each step (sigmoid(b + 12) alone rounds to 0.99999386f, never 1.0f)
+        g = _log_sigmoid(gate + 5.0)
+        beta = np.where(rng.random(b.shape) < 0.9, 1.0, _sigmoid(b + 12.0))
     else:
         raise ValueError(f"kda has no distribution {distribution!r}")
     f32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)  # noqa: E731
@@ -154,13 +156,17 @@ WORKLOAD = Workload(
     name="kda",
     description="Kimi Delta Attention forward: gated delta rule with per-key-channel decay, "
                 "q, k, g [B,T,H,K], v, o [B,T,H,V], beta [B,T,H], float32.",
-    args=(Arg("q", "in"), Arg("k", "in"), Arg("v", "in"), Arg("g", "in"), Arg("beta", "in"),
-          Arg("o", "out"),
+    args=(Arg("q", "in", ("B", "T", "H", "K")), Arg("k", "in", ("B", "T", "H", "K")),
+          Arg("v", "in", ("B", "T", "H", "V")), Arg("g", "in", ("B", "T", "H", "K")),
+          Arg("beta", "in", ("B", "T", "H")), Arg("o", "out", ("B", "T", "H", "V")),
           Arg("B", "dim"), Arg("T", "dim"), Arg("H", "dim"), Arg("K", "dim"), Arg("V", "dim"),
           Arg("scale", "f32")),
     shapes=ShapeSets(
         typical=(Shape.of(B=1, T=1024, H=4, K=64, V=64),),
-        awkward=(Shape.of(B=2, T=37, H=3, K=33, V=17), Shape.of(B=1, T=129, H=1, K=65, V=31)),
+        # T = 1031 (prime, past 1024): a state restarted every 256 or 512 steps is wrong here.
+        awkward=(Shape.of(B=2, T=37, H=3, K=33, V=17), Shape.of(B=1, T=129, H=1, K=65, V=31),
+                 Shape.of(B=1, T=1031, H=1, K=9, V=7)),
+        aligned=(Shape.of(B=1, T=64, H=2, K=64, V=64), Shape.of(B=2, T=256, H=1, K=16, V=32)),
         minimal=(Shape.of(B=1, T=1, H=1, K=1, V=1), Shape.of(B=1, T=3, H=1, K=2, V=5)),
         held_out=(Shape.of(B=2, T=512, H=2, K=64, V=64), Shape.of(B=1, T=300, H=3, K=48, V=80)),
     ),
@@ -197,4 +203,5 @@ WORKLOAD = Workload(
         ),
     },
     flop_bound=True,
+    independent=("B", "H"),
 )

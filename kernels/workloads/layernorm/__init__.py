@@ -68,8 +68,9 @@ WORKLOAD = Workload(
     name="layernorm",
     description="Row-wise LayerNorm of a float32 matrix (rows x cols) with gamma and beta of length cols: "
                 "y = (x - mean) / sqrt(var + eps) * gamma + beta, var the biased variance.",
-    args=(Arg("x", "in"), Arg("gamma", "in"), Arg("beta", "in"), Arg("y", "out"), Arg("rows", "dim"),
-          Arg("cols", "dim"), Arg("eps", "f32")),
+    args=(Arg("x", "in", ("rows", "cols")), Arg("gamma", "in", ("cols",)), Arg("beta", "in", ("cols",)),
+          Arg("y", "out", ("rows", "cols")), Arg("rows", "dim"), Arg("cols", "dim"), Arg("eps", "f32")),
+    independent=("rows",),
     shapes=rowwise.SHAPES,
     distributions=DISTRIBUTIONS,
     # The seeds stay within ~2e-6 (2% of the bound) on every distribution; the bound leaves

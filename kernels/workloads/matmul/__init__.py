@@ -123,10 +123,14 @@ def cuda_launch(shape: Shape, params) -> tuple:
 WORKLOAD = Workload(
     name="matmul",
     description="C = A·B for float32 row-major matrices (A m×k, B k×n, C m×n).",
-    args=(Arg("a", "in"), Arg("b", "in"), Arg("c", "out"), Arg("m", "dim"), Arg("n", "dim"), Arg("k", "dim")),
+    args=(Arg("a", "in", ("m", "k")), Arg("b", "in", ("k", "n")), Arg("c", "out", ("m", "n")),
+          Arg("m", "dim"), Arg("n", "dim"), Arg("k", "dim")),
+    independent=("m", "n"),
     shapes=ShapeSets(
         typical=(Shape.of(m=1024, n=1024, k=1024), Shape.of(m=2048, n=2048, k=2048)),
-        awkward=(Shape.of(m=67, n=131, k=257), Shape.of(m=5, n=1000, k=33)),
+        # k = 2053 (prime, past 2048): a kernel that drops part of a long k is wrong here.
+        awkward=(Shape.of(m=67, n=131, k=257), Shape.of(m=5, n=1000, k=33), Shape.of(m=7, n=37, k=2053)),
+        aligned=(Shape.of(m=64, n=128, k=256), Shape.of(m=16, n=64, k=2048)),
         minimal=(Shape.of(m=1, n=1, k=1), Shape.of(m=1, n=17, k=3)),
         held_out=(Shape.of(m=512, n=768, k=384), Shape.of(m=333, n=301, k=129)),
     ),

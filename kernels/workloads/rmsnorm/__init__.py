@@ -67,8 +67,9 @@ WORKLOAD = Workload(
     name="rmsnorm",
     description="Row-wise RMSNorm of a float32 matrix (rows x cols) with a weight of length cols: "
                 "y = x / sqrt(mean(x^2) + eps) * w.",
-    args=(Arg("x", "in"), Arg("w", "in"), Arg("y", "out"), Arg("rows", "dim"), Arg("cols", "dim"),
-          Arg("eps", "f32")),
+    args=(Arg("x", "in", ("rows", "cols")), Arg("w", "in", ("cols",)), Arg("y", "out", ("rows", "cols")),
+          Arg("rows", "dim"), Arg("cols", "dim"), Arg("eps", "f32")),
+    independent=("rows",),
     shapes=rowwise.SHAPES,
     distributions=DISTRIBUTIONS,
     # Every output is a product x * inv * w, so its error is relative: a few ulp plus the

@@ -66,7 +66,9 @@ CUDA_SPACE = DesignSpace(
 WORKLOAD = Workload(
     name="softmax",
     description="Row-wise softmax of a float32 matrix (rows x cols); rows may hold -inf masks.",
-    args=(Arg("x", "in"), Arg("y", "out"), Arg("rows", "dim"), Arg("cols", "dim")),
+    args=(Arg("x", "in", ("rows", "cols")), Arg("y", "out", ("rows", "cols")), Arg("rows", "dim"),
+          Arg("cols", "dim")),
+    independent=("rows",),
     shapes=rowwise.SHAPES,
     distributions=DISTRIBUTIONS,
     tolerance=Tolerance(atol=1e-5, rtol=1e-4),

@@ -27,10 +27,13 @@ def _shm() -> str | None:
 
 
 class Box:
+    used_uids: set[int] = set()      # every box user this process has made (tests check none lives on)
+
     def __init__(self):
         self.root_user = os.geteuid() == 0
         self.uid = UID_BASE + secrets.randbelow(UID_SPAN) if self.root_user else os.geteuid()
         self.gid = self.uid if self.root_user else os.getegid()
+        Box.used_uids.add(self.uid)
         self.dir = Path(tempfile.mkdtemp(prefix="int21-box-", dir=_shm()))   # 0700, ours
         os.chmod(self.dir, 0o711)
         self.run_dir = self.dir / "run"         # the runner's working folder: empty, read-only

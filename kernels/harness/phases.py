@@ -153,7 +153,35 @@ def _run_twice(ctx: Ctx, proc, case: C.Case, prefix: str, inputs: Arena, outputs
         rec["outputs"] = {n: case.view.presented(n, runs[0][n].view(np.float32), positions) for n in names}
         rec["second"] = None if same else {n: case.view.presented(n, runs[1][n].view(np.float32), positions)
                                            for n in names}
+        if case.view.perm:
+            third = _third_call(ctx, proc, case, prefix, inputs, outputs, tokens, buffers)
+            if third.get("verdict") or third.get("problems"):
+                return third
+            rec["third"] = third
     return rec
+
+
+def _third_call(ctx, proc, case, prefix, inputs, outputs, tokens, buffers) -> dict:
+    """A third call on the same buffers with two secret positions swapped: a kernel that
+    remembers an earlier answer (keyed on a pointer, a few elements, a call count) returns it."""
+    wl = ctx.wl
+    view = case.view.shuffled(ctx.rng, 0.0)   # two positions swapped: the smallest change there is
+    view.write_inputs({n: inputs.array(prefix + n) for n in view.base.inputs}, since=case.view)
+    for arr in buffers.values():
+        _poison(arr, ctx.rng)
+    reply = proc.call(tokens, perturb=0, ncalls=1, nargs=len(wl.args))
+    bad = reply_problem(reply, proc, when="during correctness checks", where=f" (in case {case.label()}, call 3)",
+                        inputs=inputs, outputs=outputs)
+    if bad:
+        return {"verdict": bad}
+    names = list(buffers)
+    problems = [f"memory around output {n} was written (out of bounds)"
+                for n in names if not outputs.guards_intact(prefix + n)]
+    if problems:
+        return {"problems": problems}
+    positions = C.sample_positions(view, ctx.rng, changed=view.changed(case.view), per_dim=16)
+    return {"view": view, "positions": positions,
+            "outputs": {n: np.ascontiguousarray(view.presented(n, a, positions)) for n, a in buffers.items()}}
 
 
 def _expected(case: C.Case, name: str, rec: dict, tol) -> np.ndarray:
@@ -183,6 +211,13 @@ def _judge(wl, cases, records, tol) -> tuple[str, str] | None:
             if not report["passed"]:
                 return "wrong", (f"Wrong on {case.label()} when called again with other bytes in its output "
                                  f"buffer (output {name}: {report['why']}).")
+    for case in cases:
+        third = records[case.id].get("third")
+        for name, got in (third or {}).get("outputs", {}).items():
+            report = compare(got, third["view"].expected(name, tol, third["positions"]), tol)
+            if not report["passed"]:
+                return "wrong", (f"Wrong on {case.label()} after two slices of its inputs swapped places between calls "
+                                 f"(output {name}: {report['why']}): the kernel returned an answer it remembered.")
     if wl.deterministic:
         for case in cases:
             if not records[case.id].get("deterministic", True):
@@ -244,9 +279,14 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
     streams = fill.streams()
     fraction = 1.0 if wl.flop_bound else 0.125
     views = []
+    # A memory-bound kernel's slots are near copies of one common order (each call's data
+    # differs from the last call's, and from the slot before it, in a secret eighth of its
+    # positions): a cache keyed on anything short of every input returns a stale answer.
+    # A compute-bound one gets a fresh order every call: nothing to cache, nothing to update.
+    common = C.View.identity(bases[0]).shuffled(ctx.rng) if reorder else None
     with Arena("inputs", in_shapes) as inputs, Arena("outputs", out_shapes) as outputs:
         for i in range(nslots):
-            v = C.View.identity(bases[0]).shuffled(ctx.rng) if reorder else \
+            v = common.shuffled(ctx.rng, fraction) if reorder else \
                 C.View.identity(bases[int(ctx.rng.integers(len(bases)))])
             v.write_inputs({n: inputs.array(f"s{i}:{n}") for n in v.base.inputs})
             views.append(v)
@@ -271,15 +311,25 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
             flush = _cache_flusher(s.cold_cache)
 
             def candidate_call():
+                nonlocal common
                 changed = []
+                if reorder:
+                    common = common.shuffled(ctx.rng, fraction)
                 for i, v in enumerate(views):
                     if reorder:
-                        nv = v.shuffled(ctx.rng, fraction)
+                        nv = common.shuffled(ctx.rng, fraction) if fraction < 1.0 else v.shuffled(ctx.rng)
                     else:
                         nv = C.View.identity(bases[int(ctx.rng.integers(len(bases)))])
                     nv.write_inputs({n: inputs.array(f"s{i}:{n}") for n in nv.base.inputs},
                                     since=v if (reorder and nv.base is v.base) else None)
-                    changed.append(nv.changed(v) if reorder else None)
+                    if reorder:
+                        diff = nv.changed(v)
+                        if i:
+                            prev = nv.changed(views[i - 1])
+                            diff = {d: np.union1d(diff[d], prev[d]) for d in diff}
+                        changed.append(diff)
+                    else:
+                        changed.append(None)
                     views[i] = nv
                     for n in out_names:
                         _poison(outputs.array(f"s{i}:{n}"), ctx.rng, streams)

@@ -6,6 +6,7 @@ Every ``tests/hostile/*.c`` is a candidate for the softmax entry point with a he
     // expect: <status the evaluator must give>
     // why: <one line: what the candidate does>
     // reason: <regex the outcome's reason must match>           (optional)
+    // workload: matmul                                          (optional: default softmax)
     // settings: run_timeout=5 timing=1 timing_shape=192x1024     (optional: EvalSettings fields)
     // params: THREADS=1                                          (optional)
     // now: <status(es) the harness gives today, a|b>             (with gap)
@@ -13,7 +14,7 @@ Every ``tests/hostile/*.c`` is a candidate for the softmax entry point with a he
     // evidence: marker    (with gap: counts only if /tmp/int21-pwned was really created)
     // gap: harness gap: <what the harness misses, and the fix>   (optional: strict xfail)
 
-Each one is evaluated on "softmax"/"cpu" with settings tuned for speed but not weakened in
+Each one is evaluated on its workload (softmax unless it says) on "cpu" with settings tuned for speed but not weakened in
 kind (5 seeds, every correctness shape and distribution, the real sandbox), and must end
 with its expected status and a sentence saying why. After each, the test process must be
 unharmed: same working directory, standard descriptors open, no marker file from hostile
@@ -59,6 +60,7 @@ class Candidate:
     now: str | None = None
     now_reason: str | None = None
     evidence: str | None = None
+    workload: str = "softmax"
 
     @property
     def stem(self) -> str:
@@ -95,7 +97,8 @@ def parse(path: Path) -> Candidate:
     assert set(header.get("now", "ok").split("|")) <= set(STATUSES), f"{path.name}: unknown status in 'now'"
     return Candidate(path, header["class"], header["expect"], header["why"], header.get("reason"),
                      pairs(header.get("settings")), pairs(header.get("params")), header.get("gap"),
-                     header.get("now"), header.get("now_reason"), header.get("evidence"))
+                     header.get("now"), header.get("now_reason"), header.get("evidence"),
+                     header.get("workload", "softmax"))
 
 
 class HarnessGap(AssertionError):
@@ -109,15 +112,16 @@ def settings_for(c: Candidate) -> EvalSettings:
     """Fast but not weaker in kind: full seeds/shapes/distributions, real sandbox, real limits
     (only shorter where a candidate is meant to hit them)."""
     s = dict(c.settings)
+    from kernels import workloads
+    wl = workloads.get(c.workload)
     timing = bool(s.pop("timing", 0))
     kw = dict(run_timeout=60.0, compile_timeout=60.0, timing=timing)
     if timing:  # the timed phase on a small shape, enough calls to pass any "after N calls" trigger
-        kw.update(timing_shape=TIMING_SHAPE, min_calls=40)
+        kw.update(timing_shape=TIMING_SHAPE if c.workload == "softmax" else wl.shapes.aligned[0], min_calls=40)
     for key, value in s.items():
         assert hasattr(EvalSettings, key), f"{c.path.name}: unknown setting {key}"
-        if key == "timing_shape":  # ROWSxCOLS
-            rows, cols = (int(v) for v in str(value).split("x"))
-            value = Shape.of(rows=rows, cols=cols)
+        if key == "timing_shape":  # the workload's dims, e.g. ROWSxCOLS
+            value = wl.shape_from_text(str(value))
         kw[key] = float(value) if key.endswith("timeout") else value
     return EvalSettings(**kw)
 
@@ -130,11 +134,34 @@ def _tree_files() -> set[Path]:
     return found
 
 
+HOST_FILES = ("/etc/hostname", "/etc/hosts", "/etc/passwd")
+
+
+def _host_files() -> dict:
+    out = {}
+    for path in HOST_FILES:
+        try:
+            st = os.stat(path)
+            out[path] = (st.st_mtime_ns, st.st_size, Path(path).read_bytes())
+        except OSError:
+            out[path] = None
+    return out
+
+
+def _box_processes() -> list[int]:
+    """Processes of the box users this test process's evaluations ran as, still alive (none
+    may outlive its evaluation, whatever session or process group it put itself in)."""
+    from kernels.harness.box import Box, _pids_of
+    if os.geteuid() != 0:
+        return []
+    return sorted(pid for uid in Box.used_uids for pid in _pids_of(uid))
+
+
 @pytest.fixture
 def unharmed():
     """Snapshots what hostile code could damage; the test asserts on it afterwards."""
     MARKER.unlink(missing_ok=True)
-    state = {"cwd": os.getcwd(), "pid": os.getpid(), "files": _tree_files()}
+    state = {"cwd": os.getcwd(), "pid": os.getpid(), "files": _tree_files(), "host": _host_files()}
     yield state
     MARKER.unlink(missing_ok=True)  # never let one (xfail) candidate's marker fail the next
 
@@ -145,6 +172,9 @@ def assert_unharmed(state: dict) -> None:
     for fd in (0, 1, 2):
         os.fstat(fd)  # raises if a standard descriptor was closed under us
     assert not MARKER.exists(), f"hostile code created {MARKER} on the host"
+    assert _host_files() == state["host"], "a host file outside the sandbox changed"
+    left = _box_processes()
+    assert not left, f"processes of an evaluation outlived it: {left}"
     # Other engineers edit the tree concurrently, so only flag files that hostile code
     # would leave: ones named like the marker, or owned by someone else (the sandbox user).
     new = _tree_files() - state["files"]
@@ -166,7 +196,7 @@ def check(c: Candidate, unharmed: dict) -> None:
     settings = settings_for(c)
     zygote = sandbox.Zygote.for_this_thread() if c.expect == "timeout" else None
     started = time.monotonic()
-    outcome = Evaluator(settings).evaluate(c.source, c.params, "softmax", "cpu")
+    outcome = Evaluator(settings).evaluate(c.source, c.params, c.workload, "cpu")
     took = time.monotonic() - started
     if zygote is not None:
         _TIMEOUTS[c.stem] = (took, settings.run_timeout, zygote.alive())
@@ -222,6 +252,27 @@ def test_the_suite_covers_every_class_and_has_controls():
                    "crash", "hang", "memory blow-up", "output flood", "compile-time include attack",
                    "compile bomb", "timer read", "inline assembly"):
         assert needed in classes, f"no candidate for {needed}"
+
+
+def test_the_contest_judge_suite_covers_the_red_teams_classes():
+    """The classes a red team got past the old in-process harness (issue: the harness as a
+    contest judge): each has fixtures here, across the workloads, each one rejected."""
+    stems = {c.stem for c in CANDIDATES}
+    for needed in ("escape_capi_dlsym_pyrun", "escape_dlopen_libpython", "escape_early_done_record",
+                   "escape_forged_output_path", "escape_symlink_plant", "escape_setsid_leftover_process",
+                   "escape_interpose_runner_call", "load_init_section_spelled_with_underscores", "load_init_section_pasted",
+                   "load_preinit_array_pasted", "load_fini_section_pasted", "load_code_in_own_section",
+                   "cache_by_call_parity", "cache_keyed_on_one_element", "cache_keyed_on_sampled_elements",
+                   "cache_matmul_after_calls", "kda_state_restarts_every_256_steps", "matmul_drops_k_beyond_1024",
+                   "rmsnorm_aligned_path_drops_eps", "layernorm_aligned_path_one_pass_variance",
+                   "sabotage_omp_set_num_threads", "sabotage_omp_set_num_threads_pasted",
+                   "sabotage_longjmp_out_of_parallel", "sabotage_longjmp_pasted", "sabotage_mxcsr_round_to_zero",
+                   "sabotage_mxcsr_pasted_builtin", "sabotage_mxcsr_generated_code", "static_frame_address_pasted",
+                   "static_return_address_pasted", "static_pragma_optimize_stringized",
+                   "static_pragma_optimize_pasted_operator", "static_pragma_dependency_probe",
+                   "static_attribute_optimize_ofast", "threads_declares_one_uses_two"):
+        assert needed in stems, f"no fixture {needed}"
+    assert {c.workload for c in CANDIDATES} >= {"softmax", "matmul", "kda", "rmsnorm", "layernorm"}
 
 
 def test_a_hostile_candidate_cannot_change_what_the_next_candidate_is_timed_on(unharmed):

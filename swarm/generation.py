@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
 from kernels import targets, workloads
+from kernels.harness.settings import SettingsError, from_goal
 from kernels.spec import SpecError, Tolerance
 from swarm import registry
 from swarm.agents.base import Context
@@ -130,6 +131,10 @@ def check_goal(goal: Goal) -> None:
             Tolerance(**goal.tolerance)
         except TypeError as exc:
             raise GoalError(f"tolerance: {exc}") from None
+    try:
+        from_goal(goal.eval_settings, workload=wl, target=goal.target)
+    except SettingsError as exc:
+        raise GoalError(str(exc)) from None
     for k, v in goal.pins.items():
         if k not in space.names or space.param(k).check(v):
             raise GoalError(f"pins: {k}={v!r} is not a legal value of the design space")

@@ -268,9 +268,7 @@ def candidate_reevaluate(*, candidate_id: int, user=None, held_out: bool = False
 def evaluation_run(*, evaluation_id: int) -> None:
     """On a worker: judge the candidate of a queued re-evaluation, store the outcome, then
     settle the reviews (dismissals, the held-out verdict, promotion). Safe to run twice."""
-    from kernels.harness.evaluator import Evaluator
-    from swarm.executors import eval_settings
-    from swarm.types import Result
+    from swarm.judge import judge, settings_for
 
     ev = rm.Evaluation.objects.select_related("candidate__run").get(pk=evaluation_id)
     if ev.finished_at is not None:
@@ -279,24 +277,21 @@ def evaluation_run(*, evaluation_id: int) -> None:
     request = dict(ev.outcome or {})
     goal = goal_from(cand.run.spec)
     held_out = request.get("purpose") == "held_out"
-    es = eval_settings(goal, held_out=held_out)
-    if held_out and not goal.held_out:
-        # No held-out shapes on the goal: the workload's own stand in (never searched on either).
-        from kernels import workloads
-        es.extra_shapes = tuple(es.extra_shapes) + tuple(workloads.get(goal.workload).shapes.held_out)
+    # The gate's re-check: full defaults plus the goal's tightenings, the goal's held-out shapes
+    # and the workload's own (never searched on).
+    es = settings_for(goal, held_out=held_out)
     from int21web.runs import delivery
     rm.Evaluation.objects.filter(pk=ev.pk).update(worker=f"{socket.gethostname()}:{os.getpid()}",
                                                   heartbeat_at=timezone.now())
     with delivery.heartbeat(ev):
         started = time.monotonic()
         try:
-            outcome = Evaluator(es).evaluate(cand.source, cand.params, goal.workload, goal.target)
+            result, outcome_json = judge(goal, cand.source, cand.params, held_out=held_out)
         except Exception as exc:   # infrastructure (no compiler, target gone): never a verdict on the kernel
             _evaluation_broken(ev, f"{type(exc).__name__}: {exc}")
             raise
         seconds = time.monotonic() - started
-    result = Result.from_outcome(outcome, goal.metric)
-    data = {**outcome.to_json(), "result": result.to_json(), **request,
+    data = {**outcome_json, **request,
             "held_out_shapes": [s.label() for s in es.extra_shapes] if held_out else []}
     with transaction.atomic():
         done = rm.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True).update(

@@ -16,8 +16,7 @@ from django.utils import timezone
 from int21web.runs import models as m
 from int21web.runs.store import DjangoEventSink, DjangoKnowledge, DjangoStore, goal_from
 from kernels import targets
-from kernels.harness.evaluator import Evaluator
-from swarm.executors import eval_settings
+from swarm.judge import judge
 from swarm.generation import Engine, GoalError, check_goal
 from swarm.guidance import validate
 from swarm.types import Goal, Result
@@ -227,8 +226,7 @@ def candidate_remeasure(*, candidate_id: int, round: int, worker: str = "") -> b
     cand = m.Candidate.objects.select_related("run").get(pk=candidate_id)
     goal = goal_from(cand.run.spec)
     try:
-        outcome = Evaluator(eval_settings(goal)).evaluate(cand.source, cand.params, goal.workload, goal.target)
-        result = Result.from_outcome(outcome, goal.metric)
+        result, _data = judge(goal, cand.source, cand.params)
     except delivery.TimeLimit:
         result = Result(status="timeout", reason="the re-measurement ran past the task's time limit")
     m.Remeasurement.objects.filter(pk=row.pk).update(status=result.status, score=result.score,
@@ -250,14 +248,11 @@ def candidate_evaluate(*, candidate_id: int, attempt: int = 1, worker: str = "")
     started = time.monotonic()
     try:
         with delivery.heartbeat(ev):
-            outcome = Evaluator(eval_settings(goal)).evaluate(cand.source, cand.params, goal.workload, goal.target)
+            result, data = judge(goal, cand.source, cand.params)
     except delivery.TimeLimit:   # the task's soft limit: a verdict, not a lost worker to retry
         seconds = time.monotonic() - started
         result = Result(status="timeout", reason=f"the evaluation ran past the task's time limit ({seconds:.0f} s)")
         data = {"status": result.status, "reason": result.reason, "result": result.to_json()}
         return delivery.finish(ev, status=result.status, outcome=data, seconds=seconds, run_id=cand.run_id)
     seconds = time.monotonic() - started
-    result = Result.from_outcome(outcome, goal.metric)
-    data = outcome.to_json()
-    data["result"] = result.to_json()
     return delivery.finish(ev, status=result.status, outcome=data, seconds=seconds, run_id=cand.run_id)

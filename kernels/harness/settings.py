@@ -6,6 +6,11 @@ benchmarks). A goal never builds one directly: :func:`from_goal` reads a goal's
 (more seeds, longer timing, stricter precision, smaller limits) and never switch off
 isolation, the re-check, the correctness or the sanity stage, nor raise a limit past this
 host's caps (``INT21_EVAL_MAX_*``). Anything else is a :class:`SettingsError` naming the key.
+
+The host — never a goal — may lower the floor for quick checks (``INT21_EVAL_GOAL_FLOOR=fast``:
+a test suite, a demo on a slow laptop): goals there may ask for fewer seeds and timed calls
+and leave out baselines, but never for less isolation, no re-check or no timing; and the
+approval gate's re-check ignores every loosening (:func:`gate_settings`).
 """
 from __future__ import annotations
 
@@ -55,6 +60,18 @@ class EvalSettings:
 
 
 DEFAULTS = EvalSettings()
+# What INT21_EVAL_GOAL_FLOOR=fast lets a goal go down to (never below: the stages still run).
+FAST_FLOOR = {"seeds": 2, "min_calls": 5, "max_calls": 20, "timing_budget_s": 0.1, "retime": 0}
+
+
+def _floor(name: str | None = None) -> dict:
+    """The lowest value a goal may set per key on this host (the harness's defaults, unless
+    the host chose the fast floor)."""
+    name = name or os.environ.get("INT21_EVAL_GOAL_FLOOR", "harness").strip() or "harness"
+    if name not in ("harness", "fast"):
+        raise SettingsError("INT21_EVAL_GOAL_FLOOR", f"must be 'harness' or 'fast', got {name!r}")
+    base = {k: getattr(DEFAULTS, k) for k in FAST_FLOOR}
+    return {**base, **FAST_FLOOR, "fast": True} if name == "fast" else {**base, "fast": False}
 
 
 def host_caps() -> dict:
@@ -97,13 +114,14 @@ REFUSED = {
 }
 
 
-def from_goal(values: dict, *, workload=None) -> EvalSettings:
+def from_goal(values: dict, *, workload=None, target: str = "cpu", floor: str | None = None) -> EvalSettings:
     """The settings for a goal's ``eval_settings`` (a JSON object). Raises SettingsError."""
     if values is None:
         values = {}
     if not isinstance(values, dict):
         raise SettingsError("eval_settings", "must be an object of setting → value")
     caps = host_caps()
+    floor = _floor(floor)
     out = EvalSettings()
     loosened = []
     for key, value in values.items():
@@ -112,8 +130,8 @@ def from_goal(values: dict, *, workload=None) -> EvalSettings:
         if key in REFUSED:
             raise SettingsError(key, f"a goal may not set it: {REFUSED[key]}")
         if key == "seeds":
-            out.seeds = _number(key, value, kind=int, low=DEFAULTS.seeds, high=caps["seeds"],
-                                why_low=f"may only be raised (at least {DEFAULTS.seeds} seeds are always checked)")
+            out.seeds = _number(key, value, kind=int, low=floor["seeds"], high=caps["seeds"],
+                                why_low=f"may only be raised (at least {floor['seeds']} seeds are always checked)")
         elif key in ("run_timeout", "compile_timeout"):
             setattr(out, key, _number(key, value, low=1, high=caps[key],
                                       why_high=f"{value!r} s is above this host's cap of {caps[key]:g} s"))
@@ -121,20 +139,20 @@ def from_goal(values: dict, *, workload=None) -> EvalSettings:
             out.memory_mb = _number(key, value, kind=int, low=64, high=caps["memory_mb"],
                                     why_high=f"{value!r} MiB is above this host's cap of {caps['memory_mb']} MiB")
         elif key == "min_calls":
-            out.min_calls = _number(key, value, kind=int, low=DEFAULTS.min_calls, high=caps["max_calls"],
-                                    why_low=f"may only be raised (at least {DEFAULTS.min_calls} timed calls)")
+            out.min_calls = _number(key, value, kind=int, low=floor["min_calls"], high=caps["max_calls"],
+                                    why_low=f"may only be raised (at least {floor['min_calls']} timed calls)")
         elif key == "max_calls":
-            out.max_calls = _number(key, value, kind=int, low=DEFAULTS.max_calls, high=caps["max_calls"],
-                                    why_low=f"may only be raised (at least {DEFAULTS.max_calls})")
+            out.max_calls = _number(key, value, kind=int, low=floor["max_calls"], high=caps["max_calls"],
+                                    why_low=f"may only be raised (at least {floor['max_calls']})")
         elif key == "timing_budget_s":
-            out.timing_budget_s = _number(key, value, low=DEFAULTS.timing_budget_s, high=caps["timing_budget_s"],
-                                          why_low=f"may only be raised (at least {DEFAULTS.timing_budget_s:g} s)")
+            out.timing_budget_s = _number(key, value, low=floor["timing_budget_s"], high=caps["timing_budget_s"],
+                                          why_low=f"may only be raised (at least {floor['timing_budget_s']:g} s)")
         elif key == "target_rel_err":
             out.target_rel_err = _number(key, value, low=0.001, high=DEFAULTS.target_rel_err,
                                          why_high=f"may only be lowered (at most {DEFAULTS.target_rel_err:g})")
         elif key == "retime":
-            out.retime = _number(key, value, kind=int, low=DEFAULTS.retime, high=caps["retime"],
-                                 why_low=f"may only be raised (at least {DEFAULTS.retime})")
+            out.retime = _number(key, value, kind=int, low=floor["retime"], high=caps["retime"],
+                                 why_low=f"may only be raised (at least {floor['retime']})")
         elif key == "cold_cache":
             out.cold_cache = _boolean(key, value)
         elif key == "fast_math":
@@ -148,7 +166,7 @@ def from_goal(values: dict, *, workload=None) -> EvalSettings:
         elif key == "resource_limits":
             out.resource_limits = _resource_limits(value)
         elif key == "baselines":
-            out.baselines = _baselines(value, workload)
+            out.baselines = _baselines(value, workload, target, may_drop=floor["fast"])
         else:
             known = sorted(k for k in (f.name for f in fields(EvalSettings)) if k not in REFUSED) + ["baselines"]
             raise SettingsError(key, f"unknown setting (a goal may set: {', '.join(sorted(set(known)))})")
@@ -176,21 +194,36 @@ def _resource_limits(value) -> dict:
     return out
 
 
-def _baselines(value, workload) -> tuple[str, ...]:
+def _baselines(value, workload, target: str, *, may_drop: bool = False) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise SettingsError("baselines", "must be a list of baseline names")
     if workload is None:
         return tuple(value)
-    known = {b.name: b for bl in workload.baselines.values() for b in bl}
+    known = {b.name: b for b in workload.baselines.get(target, ())}
     unknown = [v for v in value if v not in known]
     if unknown:
-        raise SettingsError("baselines", f"unknown baseline {unknown[0]!r} for {workload.name} "
-                                         f"(known: {', '.join(sorted(known))})")
+        raise SettingsError("baselines", f"unknown baseline {unknown[0]!r} for {workload.name} on {target} "
+                                         f"(known: {', '.join(sorted(known)) or 'none'})")
     dropped = sorted(n for n, b in known.items() if b.default and n not in value)
-    if dropped:
+    if dropped and not may_drop:
         raise SettingsError("baselines", f"a goal may add baselines but not drop the default ones "
                                          f"({', '.join(dropped)} would no longer be timed)")
     return tuple(value)
+
+
+def gate_settings(values: dict, *, workload=None, target: str = "cpu") -> EvalSettings:
+    """The approval gate's re-check: the harness's full defaults plus only the goal's
+    tightenings, whatever the host's floor let the goal loosen for its search."""
+    values = dict(values or {})
+    tight = {}
+    for key, value in values.items():
+        if key in FAST_FLOOR and isinstance(value, (int, float)) and value < getattr(DEFAULTS, key):
+            continue
+        if key == "baselines" and workload is not None:
+            defaults = [b.name for b in workload.baselines.get(target, ()) if b.default]
+            value = list(dict.fromkeys(defaults + [v for v in value if isinstance(v, str)]))
+        tight[key] = value
+    return from_goal(tight, workload=workload, target=target, floor="harness")
 
 
 def tolerance_notes(goal_tolerance: Tolerance | None, default: Tolerance) -> list[str]:

@@ -564,3 +564,14 @@ def test_a_goal_chooses_its_language_model_through_the_api_and_a_bad_choice_name
     assert bad.status_code == 400 and bad.json()["field"].startswith("llm"), bad.content
     key = post(erin, "/api/goals", {**body, "name": "keyed", "llm": {"provider": "openai", "api_key": "sk-x"}})
     assert key.status_code == 400 and "key" in key.json()["error"].lower(), key.content
+
+
+@pytest.mark.parametrize("settings,key", [({"isolate": False}, "eval_settings.isolate"),
+                                          ({"repeats": 3}, "eval_settings.repeats"),
+                                          ({"memory_mb": 1 << 20}, "eval_settings.memory_mb"),
+                                          ({"timing": False}, "eval_settings.timing")])
+def test_evaluation_settings_a_goal_may_not_hold_are_a_400_naming_the_key(erin, settings, key):
+    resp = post(erin, "/api/goals", {**GOAL, "eval_settings": settings})
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["field"] == key, resp.json()
+    assert not m.Goal.objects.exists()

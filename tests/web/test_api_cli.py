@@ -107,3 +107,13 @@ def test_reviews_from_the_command_line(people, goal_file):
     assert "review queue" in run_cmd("reviews", "propose", str(cand.id), "--as", "erin")    # proposed again
     assert "already proposed" in refused("reviews", "propose", str(cand.id), "--as", "erin")
     assert run_cmd("reviews", "kernels") == "" and "no kernel 5" in refused("reviews", "download", "5")
+
+
+@pytest.mark.parametrize("settings,key", [({"isolate": False}, "eval_settings.isolate"),
+                                          ({"repeats": 3}, "eval_settings.repeats"),
+                                          ({"memory_mb": 1 << 20}, "eval_settings.memory_mb"),
+                                          ({"recheck": False}, "eval_settings.recheck")])
+def test_the_command_line_refuses_evaluation_settings_a_goal_may_not_hold(people, goal_file, settings, key):
+    line = refused("goals", "create", goal_file(eval_settings=settings), "--as", "erin")
+    assert line.startswith(f"{key}: "), line
+    assert not m.Goal.objects.exists()

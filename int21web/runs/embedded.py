@@ -7,7 +7,9 @@ from contextlib import ExitStack, contextmanager
 
 from django.conf import settings
 
-TARGET_QUEUES = ("target.cpu", "target.cuda")
+from kernels import targets
+
+TARGET_QUEUES = tuple(f"target.{name}" for name in targets.names())   # one queue per registered target
 ORCHESTRATE = "orchestrate"
 
 

@@ -26,6 +26,8 @@ from kernels.harness.timing import speedups, summarize
 from kernels.spec import Workload
 from kernels.targets.base import CompileFailure
 
+DEFAULT_TARGET = targets.names()[0]
+
 
 class _Stages(list):
     """The stage list; tells an observer (a progress bar, a live page) as each one lands."""
@@ -59,7 +61,7 @@ class Evaluator:
 
     # ------------------------------------------------------------------ public
 
-    def evaluate(self, source: str, params: dict, workload: Workload | str, target: str = "cpu") -> EvalOutcome:
+    def evaluate(self, source: str, params: dict, workload: Workload | str, target: str = DEFAULT_TARGET) -> EvalOutcome:
         wl = workloads.get(workload) if isinstance(workload, str) else workload
         tgt = targets.get(target)
         ok, why = tgt.available()
@@ -188,7 +190,7 @@ class Evaluator:
                             "; ".join(f.text for f in flags) if flags else "within this host's measured ceilings",
                             {"flags": [f.text for f in flags], "ceilings": ceilings,
                              **sanity.roofline(wl, shape, bench, ceilings)}))
-        resources.update(bench["details"].get("cpu", {}))
+        resources.update(bench["details"].get("cpu") or {})
         speed = speedups(bench["timings"])
         best = max(speed.items(), key=lambda kv: kv[1]) if speed else None
         reason = (f"Correct on {n} cases; {bench['timings']['candidate']['median_ms']:.3f} ms median at "

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernels import targets
+import os
+
 from kernels.harness.timing import speedups
 
 SUSPICIOUS_SPEEDUP = 10.0   # over a strong baseline: re-checked in a fresh process
@@ -47,8 +48,8 @@ def flags(wl, tgt, shape, bench, ceil: dict, threads: int | None) -> list[Flag]:
         out.append(Flag("ceiling", f"implies {gflops:.0f} GFLOP/s, above the measured compute ceiling "
                                    f"({peak:.0f} GFLOP/s)"))
     ratio = bench["details"].get("cpu", {}).get("cpu_per_wall")
-    cores = targets.get("cpu").fingerprint().get("cores") or 1
-    if ratio and tgt.name == "cpu":
+    cores = os.cpu_count() or 1
+    if ratio and tgt.timer == "wall":      # the candidate ran on this host's cores
         if isinstance(threads, int) and ratio > threads * 1.25 + 0.35:
             out.append(Flag("threads", f"used {ratio:.2f} CPU-seconds per second of its calls while it declares "
                                        f"{threads} thread{'s' if threads != 1 else ''}: more threads than it "

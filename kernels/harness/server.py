@@ -88,7 +88,7 @@ def _prepare_baseline(spec: dict, slots: list[dict]) -> list:
     carries the device time)."""
     mod, _, attr = spec["fn"].partition(":")
     factory = getattr(import_module(mod), attr)
-    gpu = spec.get("device") in ("cuda", "ptx")
+    gpu = spec.get("timer") == "device"
     if gpu:
         import cupy as xp
     else:
@@ -175,7 +175,7 @@ def main() -> int:
     if spec.get("role") == "device":
         from kernels.targets import cuda_runner
         return cuda_runner.serve(spec, lines, _say, _isolate, _arenas(spec))
-    gpu = spec.get("device") in ("cuda", "ptx")
+    gpu = spec.get("timer") == "device"
     if gpu:
         from kernels.targets import cuda_runner
         cuda_runner.prepare_context(int(spec.get("gpu", 0)))

@@ -36,6 +36,7 @@ class AuditResult:
 class Target(Protocol):
     """A place kernels run. Implementations MUST NOT load candidate code in-process.
 
+    Building:
     - ``available()`` returns ``(True, "")`` or ``(False, why)`` in plain words.
     - ``fingerprint()`` describes the hardware and toolchain (stable across calls).
     - ``compile(source, params, options)`` returns an ``Artifact`` or a ``CompileFailure``
@@ -47,10 +48,30 @@ class Target(Protocol):
     - ``natural_values(space)`` the values a person would try first on this hardware for the
       params that follow the target's template conventions (``{}`` when it has none); the
       swarm's first generation starts from them.
+
+    Running (the target's runner; the evaluator and its timing loop never ask which target):
+    - ``prepare(artifact, workload, options)`` the runnable form of an audited artifact (the
+      CPU object linked into the trusted runner; the cubin); raises ``LinkError`` for an
+      artifact the toolchain refuses to make runnable.
+    - ``start(runnable, inputs=, outputs=, box=, settings=, workload=, params=)`` the
+      candidate's sandbox process for one phase: an object with ``ready`` (a Reply),
+      ``call(tokens, perturb=, ncalls=, nargs=)`` → Reply (``seconds`` by the evaluator's
+      clock, ``device_seconds`` by a device timer if the target has one), ``close()`` → Exit.
+      It MUST isolate itself before the candidate's first instruction runs.
+    - ``call_tokens(workload, shape, scalars, inputs=, outputs=, params=)`` one call's arguments
+      (buffer offsets, dims, scalars, launch geometry).
+    - ``call_problems(reply, proc, inputs=, outputs=, threads_declared=)`` what the call left
+      wrong that only the runner can see, as ``[(status, sentence)]`` (empty: nothing).
+    - ``ceilings(refresh=False)`` the host's physical ceilings for the sanity stage (``{}``:
+      none measured); ``min_timed_calls`` a floor on timed calls for the target's timer;
+      ``timer`` "wall" (the evaluator's clock, the host's cores: CPU time and the copy probe
+      apply) or "device" (the process reports each call's device time).
     """
 
     name: str
     language: str
+    min_timed_calls: int
+    timer: str
 
     def available(self) -> tuple[bool, str]: ...
     def fingerprint(self) -> dict: ...
@@ -58,6 +79,11 @@ class Target(Protocol):
     def audit(self, artifact: Artifact, options: dict) -> AuditResult: ...
     def can_run(self) -> tuple[bool, str]: ...
     def natural_values(self, space) -> dict: ...
+    def prepare(self, artifact: Artifact, workload, options: dict): ...
+    def start(self, runnable, **kw): ...
+    def call_tokens(self, workload, shape, scalars, **kw) -> str: ...
+    def call_problems(self, reply, proc, **kw) -> list[tuple[str, str]]: ...
+    def ceilings(self, refresh: bool = False) -> dict: ...
 
 
 def param_prelude(params: dict, language: str = "c") -> str:

@@ -23,6 +23,7 @@ class DeviceRunner:
     """Mixed into a GPU target (which provides ``name``)."""
 
     min_timed_calls = 100          # CUDA events resolve ~0.5 µs: a GPU floor on timed calls
+    timer = "device"               # the device process reports each call's CUDA-event time
 
     def prepare(self, artifact, workload, options: dict) -> DeviceRunnable:
         return DeviceRunnable(Path(artifact.path))
@@ -38,7 +39,7 @@ class DeviceRunner:
             os.chmod(copy, 0o444)
         spec = {"role": "device", "artifact": str(copy), "entry": "kernel", "in_size": inputs.size,
                 "out_size": outputs.size, "uid": box.uid, "gid": box.gid, "home": str(box.home),
-                "cpu_seconds": int(settings.run_timeout * 4) + 10, "device": self.name}
+                "cpu_seconds": int(settings.run_timeout * 4) + 10, "timer": self.timer}
         return ServerProcess(spec, inputs=inputs, outputs=outputs, box=box, wall_seconds=settings.run_timeout,
                              launcher=settings.launcher, name="candidate")
 

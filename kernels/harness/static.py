@@ -140,7 +140,11 @@ def _line_of(text: str, pos: int) -> int:
 
 
 def check_source(source: str, language: str, entry: str = "kernel") -> list[StaticFinding]:
-    """Every reason to refuse ``source`` (empty: it may be compiled). ``language``: c | cuda."""
+    """Every reason to refuse ``source`` (empty: it may be compiled). ``language``: c | cuda |
+    ptx (PTX has rules of its own: :mod:`kernels.harness.static_ptx`)."""
+    if language == "ptx":
+        from kernels.harness.static_ptx import check_ptx
+        return check_ptx(source, entry)
     findings: list[StaticFinding] = []
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
         return [StaticFinding(1, "size", f"source is larger than {MAX_SOURCE_BYTES // 1024} KiB")]

@@ -137,17 +137,21 @@ class CudaTarget:
             info = None
         if info is None:
             return {**base, "gpu": None}
-        return {**base, **info, "arch": info["sm"]}
+        return {**base, **info, "arch": self.arch_for(info["sm"])}
+
+    def arch_for(self, arch: str | None) -> str:
+        """The architecture a build for ``arch`` (the goal's, or this GPU's) is made for."""
+        return arch or self.default_arch
 
     def flags(self, options: dict) -> list[str]:
-        arch = options.get("arch") or DEFAULT_ARCH
+        arch = self.arch_for(options.get("arch"))
         flags = ["-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v"]
         if options.get("fast_math"):
             flags.append("-use_fast_math")
         return flags
 
     def compile(self, source: str, params: dict, options: dict) -> Artifact | CompileFailure:
-        arch = options.get("arch") or DEFAULT_ARCH
+        arch = options.get("arch") or self.default_arch
         if not isinstance(arch, str) or not ARCH_RE.match(arch):
             return CompileFailure(f"unknown GPU architecture {arch!r}: expected sm_<number> with an optional "
                                   "'a' suffix, such as sm_90 or sm_90a")

@@ -1,0 +1,132 @@
+"""Static checks for PTX candidates (``language == "ptx"``): the PTX counterpart of the C/CUDA
+rules in :mod:`kernels.harness.static`, which calls :func:`check_ptx`.
+
+A PTX candidate is one module with exactly one ``.entry kernel``; it may define its own
+``.func`` helpers, ``.shared`` memory (``.extern .shared`` for the dynamic part) and
+initialised ``.const`` tables. It may not reach outside itself: no external functions or
+variables, no calls to the device runtime (``vprintf``, ``malloc``, ``__assertfail``), no
+traps or breakpoints, no timers or performance counters, no module ``.global`` variables
+(memory that outlives a launch), no fixed addresses, no debug directives naming host files.
+The cubin audit (imports, resources) and the sandbox are the next lines: these checks are
+the cheap first one. They run on the template source and again on the expanded text
+(:mod:`kernels.targets.ptx`), so a placeholder cannot assemble what the first pass refused.
+"""
+from __future__ import annotations
+
+import re
+
+from kernels.harness.static import MAX_SOURCE_BYTES, StaticFinding
+
+# Functions a PTX module may declare .extern and call (resolved by the driver). None: the
+# seeds need no device runtime, and the audit holds the cubin's imports to the same list.
+ALLOWED_EXTERN_FUNCS: frozenset[str] = frozenset()
+RUNTIME_CALLS = {"vprintf", "printf", "malloc", "free", "__assertfail", "__assert_fail",
+                 "cudaMalloc", "cudaFree", "cudaLaunchDevice", "cudaGetParameterBuffer"}
+_ID = r"[A-Za-z_$%][\w$]*"
+_STMT = r"(?:^|(?<=[;{}]))\s*"           # the start of a statement
+_LINKAGE = r"(?:\.(?:visible|extern|weak|common)\s+)*"
+
+_RULES = [
+    (rf"(?<![\w$%.])(trap|brkpt|pmevent)(?![\w$])", "stops or signals the GPU (trap, brkpt, pmevent)"),
+    (rf"(?<![\w$%.])(nanosleep)(?![\w$])", "sleeps (a kernel has nothing to wait for)"),
+    (r"(%globaltimer\w*|%clock\w*)(?![\w$])", "reads a hardware timer register (timing is the harness's job)"),
+    (r"(%pm\d\w*)(?![\w$])", "reads a performance-monitor counter"),
+    (r"(%envreg\d+)(?![\w$])", "reads the driver's environment registers"),
+    (r"(?<![\w$])(\.(?:file|loc|section|weak|common|alias)|@@DWARF)(?![\w$])",
+     "uses a debug or linkage directive (.file/.loc/.section name host files; .weak/.common/.alias relink)"),
+    (r"(\.(?:texref|surfref|samplerref))(?![\w$])", "uses a texture or surface bound by host code"),
+    (r"(\[\s*(?:0[xX][0-9a-fA-F]+|\d+)\s*(?:\+\s*-?\d+\s*)?\])", "addresses a fixed memory location"),
+    (r"(?m)^\s*(#\s*\w*)", "uses a preprocessor line (ptxas has none: the template step's @if/@define)"),
+]
+
+
+def strip_comments(source: str) -> str:
+    """PTX with ``//`` and ``/* */`` comments blanked (newlines kept); quoted text is copied
+    through so a ``"//"`` cannot hide the rest of a line."""
+    out, i, n = [], 0, len(source)
+    while i < n:
+        c = source[i]
+        if c == '"':
+            j = source.find('"', i + 1)
+            j = n if j < 0 else j + 1
+            out.append(source[i:j])
+            i = j
+        elif source.startswith("//", i):
+            j = source.find("\n", i)
+            i = n if j < 0 else j
+        elif source.startswith("/*", i):
+            j = source.find("*/", i + 2)
+            chunk = source[i:(n if j < 0 else j + 2)]
+            out.append("\n" * chunk.count("\n") + " ")
+            i = n if j < 0 else j + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def check_ptx(source: str, entry: str = "kernel") -> list[StaticFinding]:
+    """Every reason to refuse the PTX ``source`` (empty: it may be assembled)."""
+    if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
+        return [StaticFinding(1, "size", f"source is larger than {MAX_SOURCE_BYTES // 1024} KiB")]
+    bad = re.search(r"[^\t\n\r\x20-\x7e]", source)
+    if bad:
+        return [StaticFinding(_line(source, bad.start()), "encoding",
+                              f"PTX must be printable ASCII (found {bad.group(0)!r})")]
+    text = strip_comments(source)
+    findings: list[StaticFinding] = []
+
+    def add(pos: int, rule: str, what: str) -> None:
+        findings.append(StaticFinding(_line(text, pos), rule, what))
+
+    entries = list(re.finditer(rf"\.entry\s+({_ID})", text))
+    if not entries:
+        add(0, "entry point", f"no '.entry {entry}' (the kernel's entry point)")
+    for m in entries:
+        if m.group(1) != entry:
+            add(m.start(), "entry point", f"'.entry {m.group(1)}': the entry point must be named '{entry}'")
+    if len(entries) > 1:
+        add(entries[1].start(), "entry point", f"{len(entries)} .entry directives: exactly one, '{entry}'")
+
+    for m in re.finditer(rf"\.extern\s+((?:\.\w+\s+)*?)(\.func|\.global|\.const|\.local|\.param|\.shared)\b"
+                         rf"[^;{{]*?({_ID})?\s*(?=[\[(;])", text):
+        space, name = m.group(2), m.group(3) or "?"
+        if space == ".shared":
+            continue                      # dynamic shared memory: the launch sizes it
+        if space == ".func" and name in ALLOWED_EXTERN_FUNCS:
+            continue
+        kind = "function" if space == ".func" else f"{space} variable"
+        add(m.start(), "extern", f"declares an external {kind} '{name}' (a kernel uses only what it "
+                                 "defines and its parameters)")
+    for m in re.finditer(rf"{_STMT}{_LINKAGE}\.global\b[^;]*?({_ID})\s*(?=[\[;=])", text, re.M):
+        if not re.match(r"\s*(?:\.\w+\s+)*\.extern", m.group(0)):
+            add(m.start(), "global variable",
+                f"declares the .global variable '{m.group(1)}' (device memory that outlives a launch: a kernel "
+                "works on its parameters only)")
+    for m in re.finditer(rf"{_STMT}{_LINKAGE}\.const\b[^;]*;", text, re.M):
+        if "=" not in m.group(0) and ".extern" not in m.group(0):
+            name = re.search(rf"({_ID})\s*(?:\[[^\]]*\]\s*)*;", m.group(0))
+            add(m.start(), "constant", f"declares the .const variable '{name.group(1) if name else '?'}' without "
+                                       "an initializer: it would hold something other than the kernel's inputs")
+
+    defined = set(re.findall(rf"\.func\s+(?:\([^)]*\)\s*)?({_ID})", text))
+    for m in re.finditer(rf"(?<![\w$.])call(?:\.\w+)*\s+(?:\([^)]*\)\s*,\s*)?({_ID})", text):
+        target = m.group(1)
+        if target in RUNTIME_CALLS:
+            add(m.start(), "system call", f"calls '{target}' (no printf, malloc/free or assertions on the device)")
+        elif target.startswith("%"):
+            add(m.start(), "indirect call", f"calls through the register {target} (only named functions)")
+        elif target not in defined:
+            add(m.start(), "call", f"calls '{target}', which this module does not define")
+    for m in re.finditer(r"\.pragma\s+\"([^\"]*)\"", text):
+        if m.group(1).strip() != "nounroll":
+            add(m.start(), "pragma", f".pragma \"{m.group(1)}\" is not allowed (only \"nounroll\")")
+    for pattern, why in _RULES:
+        for m in re.finditer(pattern, text):
+            add(m.start(), why, f"'{m.group(1).strip()}'")
+    findings.sort(key=lambda f: f.line)
+    return findings

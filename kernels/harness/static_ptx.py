@@ -35,7 +35,6 @@ _RULES = [
     (r"(?<![\w$])(\.(?:file|loc|section|weak|common|alias)|@@DWARF)(?![\w$])",
      "uses a debug or linkage directive (.file/.loc/.section name host files; .weak/.common/.alias relink)"),
     (r"(\.(?:texref|surfref|samplerref))(?![\w$])", "uses a texture or surface bound by host code"),
-    (r"(\[\s*(?:0[xX][0-9a-fA-F]+|\d+)\s*(?:\+\s*-?\d+\s*)?\])", "addresses a fixed memory location"),
     (r"(?m)^\s*(#\s*\w*)", "uses a preprocessor line (ptxas has none: the template step's @if/@define)"),
 ]
 
@@ -125,6 +124,10 @@ def check_ptx(source: str, entry: str = "kernel") -> list[StaticFinding]:
     for m in re.finditer(r"\.pragma\s+\"([^\"]*)\"", text):
         if m.group(1).strip() != "nounroll":
             add(m.start(), "pragma", f".pragma \"{m.group(1)}\" is not allowed (only \"nounroll\")")
+    for m in re.finditer(r"\[\s*(?:0[xX][0-9a-fA-F]+|\d+)\s*(?:\+\s*-?\d+\s*)?\]", text):
+        before = text[:m.start()].rstrip()[-1:]
+        if not (before.isalnum() or before in "_$]"):      # not an array's size: an address
+            add(m.start(), "fixed address", f"'{m.group(0)}' addresses a fixed memory location")
     for pattern, why in _RULES:
         for m in re.finditer(pattern, text):
             add(m.start(), why, f"'{m.group(1).strip()}'")

@@ -10,8 +10,12 @@ Directives, each on a line of its own (leading blanks allowed)::
     @if EXPR / @elif EXPR / @else / @endif     keep the lines of the first true branch
     @for NAME in range(A[, B[, STEP]])         repeat the lines up to @endfor, NAME bound to
     @endfor                                    each value (an unroll knob becomes a loop here)
-    @define NAME text                          {{NAME}} is ``text`` from here on (in this branch)
+    @define NAME text                          {{NAME}} is ``text`` from here on
+    @set NAME = EXPR                           NAME is EXPR's value from here on (in expressions)
     @# a comment                               dropped
+
+Names set by ``@define``, ``@set`` and ``@for`` are global from where they are met (like C
+macros): a ``@define`` inside an ``@if`` branch is seen after its ``@endif``.
 
 Placeholders ``{{EXPR}}`` anywhere in a kept line: a ``@define``'d NAME gives its text,
 anything else an integer expression over the params, the loop names and the built-ins
@@ -30,7 +34,8 @@ from kernels.spec import Constraint, SpecError
 MAX_OUTPUT = 1 << 20
 MAX_ITERATIONS = 1024
 MAX_DEPTH = 16
-_DIRECTIVE = re.compile(r"^\s*@(if|elif|else|endif|for|endfor|define|#)(?=\s|$)(.*)$")
+_DIRECTIVE = re.compile(r"^\s*@(if|elif|else|endif|for|endfor|define|set|#)(?=\s|$)(.*)$")
+_SET = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(?!=)\s*(.+)$")
 _FOR = re.compile(r"^\s*([A-Za-z_]\w*)\s+in\s+range\s*\((.*)\)\s*$")
 _DEFINE = re.compile(r"^\s*([A-Za-z_]\w*)(?:\s+(.*))?$")
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
@@ -54,7 +59,7 @@ class _Expr(Constraint):
 
 @dataclass
 class _Node:
-    kind: str                     # text | if | for | define
+    kind: str                     # text | if | for | define | set
     line: int
     text: str = ""
     branches: list = field(default_factory=list)   # if: [(expr or None, [nodes])]
@@ -74,7 +79,7 @@ def expand_lines(text: str, params: dict, arch: str) -> tuple[str, list[int]]:
         return text, list(range(1, len(lines) + 1))
     nodes = _parse(lines)
     sm = re.match(r"sm_(\d+)", arch or "")
-    env = {k: (int(v) if isinstance(v, bool) else v) for k, v in params.items()}
+    env = {k: (int(v) if isinstance(v, bool) else v) for k, v in params.items()}  # one namespace
     env.update(ARCH=arch, SM=int(sm.group(1)) if sm else 0)
     out: list[str] = []
     origins: list[int] = []
@@ -99,6 +104,11 @@ def _parse(lines: list[str]) -> list[_Node]:
             if not d:
                 raise TemplateError(number, "@define needs a NAME and its text")
             stack[-1][1].append(_Node("define", number, text=d.group(2) or "", name=d.group(1)))
+        elif word == "set":
+            d = _SET.match(rest)
+            if not d:
+                raise TemplateError(number, "@set reads '@set NAME = EXPR'")
+            stack[-1][1].append(_Node("set", number, name=d.group(1), branches=[_compile(d.group(2), number)]))
         elif word == "if":
             node = _Node("if", number, branches=[(_compile(rest, number), [])])
             stack[-1][1].append(node)
@@ -171,6 +181,8 @@ def _render(nodes, env, defines, out, size) -> None:
             out[1].append(node.line)
         elif node.kind == "define":
             defines[node.name] = _fill(node.text, env, defines, node.line)
+        elif node.kind == "set":
+            env[node.name] = _value(node.branches[0], env, node.line)
         elif node.kind == "if":
             for cond, body in node.branches:
                 if cond is None or _value(cond, env, node.line):
@@ -184,7 +196,8 @@ def _render(nodes, env, defines, out, size) -> None:
             if len(values) > MAX_ITERATIONS:
                 raise TemplateError(node.line, f"@for repeats more than {MAX_ITERATIONS} times")
             for v in values:
-                _render(node.body, {**env, node.name: v}, defines, out, size)
+                env[node.name] = v
+                _render(node.body, env, defines, out, size)
 
 
 def _fill(text: str, env: dict, defines: dict, line: int) -> str:

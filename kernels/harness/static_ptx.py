@@ -91,14 +91,20 @@ def check_ptx(source: str, entry: str = "kernel") -> list[StaticFinding]:
     if len(entries) > 1:
         add(entries[1].start(), "entry point", f"{len(entries)} .entry directives: exactly one, '{entry}'")
 
-    for m in re.finditer(rf"\.extern\s+((?:\.\w+\s+)*?)(\.func|\.global|\.const|\.local|\.param|\.shared)\b"
-                         rf"[^;{{]*?({_ID})?\s*(?=[\[(;])", text):
-        space, name = m.group(2), m.group(3) or "?"
-        if space == ".shared":
-            continue                      # dynamic shared memory: the launch sizes it
-        if space == ".func" and name in ALLOWED_EXTERN_FUNCS:
+    for m in re.finditer(r"\.extern\b([^;{]*)", text):
+        decl = m.group(1)
+        space = re.search(r"\.(func|global|const|local|param|shared)\b", decl)
+        if space is None or space.group(1) == "shared":
+            continue                      # .extern .shared: dynamic shared memory, sized by the launch
+        if space.group(1) == "func":
+            rest = re.sub(r"^\s*\([^)]*\)", "", decl[space.end():])       # the return parameters
+            name = re.match(rf"\s*({_ID})", rest)
+        else:
+            name = re.search(rf"({_ID})\s*(?:\[[^\]]*\]\s*)*$", decl.strip())
+        name = name.group(1) if name else "?"
+        if space.group(1) == "func" and name in ALLOWED_EXTERN_FUNCS:
             continue
-        kind = "function" if space == ".func" else f"{space} variable"
+        kind = "function" if space.group(1) == "func" else f".{space.group(1)} variable"
         add(m.start(), "extern", f"declares an external {kind} '{name}' (a kernel uses only what it "
                                  "defines and its parameters)")
     for m in re.finditer(rf"{_STMT}{_LINKAGE}\.global\b[^;]*?({_ID})\s*(?=[\[;=])", text, re.M):

@@ -12,8 +12,9 @@ Called from the sandbox child after it has set its limits and isolated itself, a
   ``outputs_b`` when the timing case has ``inputs_b``), per-implementation samples (ms, from
   CUDA events on this child's own stream), problems, timed_calls, mismatch_at_call, notes.
 
-The plan is the CPU plan plus ``"artifact": "kernel.cubin"`` and, in every case (and the
-timing case), ``"launch": {"grid": [gx, gy, gz], "block": [bx, by, bz], "shared": bytes}``.
+Serves every target whose artifact CuPy loads as a module (``cuda`` and ``ptx``): the plan is
+the CPU plan plus ``"artifact"``, the target's ``artifact_name`` (a ``.cubin``; ``.ptx`` and
+``.fatbin`` load too), and, in every case (and the timing case), ``"launch": {"grid": [gx, gy, gz], "block": [bx, by, bz], "shared": bytes}``.
 Baseline factories get CuPy arrays (inputs + scalars, outputs, dims) and must run their
 work on CuPy's current stream (this child's), so the events time it.
 
@@ -105,10 +106,15 @@ class DeviceCase:
         return problems
 
 
+ARTIFACT_KINDS = (".cubin", ".ptx", ".fatbin")   # what cuModuleLoad (CuPy's RawModule) takes
+
+
 class Candidate:
-    """The cubin's ``kernel`` with the workload's ABI: pointers, int64 dims, float32 scalars."""
+    """The module's ``kernel`` with the workload's ABI: pointers, int64 dims, float32 scalars."""
 
     def __init__(self, cp, artifact: str, args: list[dict], entry: str):
+        if not artifact.endswith(ARTIFACT_KINDS):
+            raise ValueError(f"the GPU runner loads {', '.join(ARTIFACT_KINDS)} modules, not {artifact!r}")
         self.cp = cp
         self.module = cp.RawModule(path=os.path.abspath(artifact))
         self.fn = self.module.get_function(entry)

@@ -195,6 +195,9 @@ WORKLOAD = Workload(
                      requires="cupy", description="cp.matmul(out=) (cuBLAS sgemm)"),
             Baseline("torch_cuda", "kernels.workloads.matmul.baselines:torch_cuda_matmul", strong=True,
                      requires="torch", description="torch.matmul(out=) on the GPU, TF32 off"),
+            Baseline("torch_cuda_tf32", "kernels.workloads.matmul.baselines:torch_cuda_matmul_tf32", strong=True,
+                     requires="torch", default=False,
+                     description="torch.matmul on the GPU with TF32 on (cuBLAS TF32 tensor cores)"),
         ),
     },
 )

@@ -105,12 +105,17 @@ def clean_source(source: str) -> str:
     s = join_splices(source)
     # Digraphs are tokens, formed after splicing ("%\\<newline>:include" is a directive).
     s = s.replace("%:", "#").replace("<:", "[").replace(":>", "]").replace("<%", "{").replace("%>", "}")
-    # Strip comments. String and character literals are copied through untouched, so a "/*"
-    # or "//" inside one cannot blank the lines after it (and hide an #include) from the checks.
+    return strip_comments(s)
+
+
+def strip_comments(s: str, quotes: str = "\"'") -> str:
+    """``//`` and ``/* */`` comments blanked (line numbers kept). String and character literals
+    (``quotes``) are copied through untouched, so a "/*" or "//" inside one cannot blank the
+    lines after it (and hide an #include) from the checks."""
     result, i, n = [], 0, len(s)
     while i < n:
         c = s[i]
-        if c in "\"'":
+        if c in quotes:
             j = i + 1
             while j < n and s[j] not in (c, "\n"):
                 j += 2 if s[j] == "\\" else 1

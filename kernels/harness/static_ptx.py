@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from kernels.harness.static import MAX_SOURCE_BYTES, StaticFinding
+from kernels.harness.static import MAX_SOURCE_BYTES, StaticFinding, strip_comments
 
 # Functions a PTX module may declare .extern and call (resolved by the driver). None: the
 # seeds need no device runtime, and the audit holds the cubin's imports to the same list.
@@ -39,31 +39,6 @@ _RULES = [
 ]
 
 
-def strip_comments(source: str) -> str:
-    """PTX with ``//`` and ``/* */`` comments blanked (newlines kept); quoted text is copied
-    through so a ``"//"`` cannot hide the rest of a line."""
-    out, i, n = [], 0, len(source)
-    while i < n:
-        c = source[i]
-        if c == '"':
-            j = source.find('"', i + 1)
-            j = n if j < 0 else j + 1
-            out.append(source[i:j])
-            i = j
-        elif source.startswith("//", i):
-            j = source.find("\n", i)
-            i = n if j < 0 else j
-        elif source.startswith("/*", i):
-            j = source.find("*/", i + 2)
-            chunk = source[i:(n if j < 0 else j + 2)]
-            out.append("\n" * chunk.count("\n") + " ")
-            i = n if j < 0 else j + 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
 def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
@@ -76,7 +51,7 @@ def check_ptx(source: str, entry: str = "kernel") -> list[StaticFinding]:
     if bad:
         return [StaticFinding(_line(source, bad.start()), "encoding",
                               f"PTX must be printable ASCII (found {bad.group(0)!r})")]
-    text = strip_comments(source)
+    text = strip_comments(source, quotes='"')   # PTX quotes only in .file/.pragma
     findings: list[StaticFinding] = []
 
     def add(pos: int, rule: str, what: str) -> None:

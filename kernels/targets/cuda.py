@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kernels.targets.base import Artifact, AuditResult, CompileFailure, param_prelude
 from kernels.targets.nvidia import (ALLOWED_DEVICE_IMPORTS, ARCH_RE, DEFAULT_LIMITS, MAX_SHARED,  # noqa: F401
-                                    audit_cubin, build_cubin, cpu_model, parse_ptxas, read_cubin,
+                                    audit_cubin, build_cubin, cpu_model, find_tool, parse_ptxas, read_cubin,
                                     run_tool as _run)
 from kernels.targets.nvidia import gpu_info as _gpu_info  # a seam the tests and the fleet worker use
 
@@ -41,16 +41,7 @@ typedef long long intptr_t; typedef unsigned long long uintptr_t;
 def nvcc_path() -> str | None:
     """``INT21_NVCC``, else ``nvcc`` on PATH, else under ``CUDA_HOME``/``CUDA_PATH`` or
     /usr/local/cuda."""
-    explicit = os.environ.get("INT21_NVCC")
-    if explicit:
-        return explicit if os.path.isfile(explicit) and os.access(explicit, os.X_OK) else None
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file() and os.access(Path(root) / "bin" / "nvcc", os.X_OK):
-            return str(Path(root) / "bin" / "nvcc")
-    return None
+    return find_tool("nvcc", "INT21_NVCC")
 
 
 @functools.lru_cache(maxsize=4)

@@ -32,6 +32,22 @@ ARCH_RE = re.compile(r"^sm_\d+a?$")
 ALLOWED_DEVICE_IMPORTS: frozenset[str] = frozenset()
 
 
+def find_tool(name: str, env_var: str, roots: tuple = ()) -> str | None:
+    """``$env_var`` when set (and executable), else ``name`` on PATH, else ``bin/name`` under
+    ``roots``, ``CUDA_HOME``, ``CUDA_PATH`` or /usr/local/cuda."""
+    explicit = os.environ.get(env_var)
+    if explicit:
+        return explicit if os.path.isfile(explicit) and os.access(explicit, os.X_OK) else None
+    found = shutil.which(name)
+    if found:
+        return found
+    for root in (*roots, os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        tool = Path(root or "/nonexistent") / "bin" / name
+        if tool.is_file() and os.access(tool, os.X_OK):
+            return str(tool)
+    return None
+
+
 def run_tool(argv, timeout=30) -> str:
     """A toolchain query (``--version``): its output, or '' when it cannot run."""
     try:

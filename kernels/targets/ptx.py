@@ -15,15 +15,13 @@ its limits, the cubin audit, ``can_run``, and on a GPU host the same runner
 from __future__ import annotations
 
 import functools
-import os
 import re
-import shutil
 from pathlib import Path
 
 from kernels.harness.static_ptx import check_ptx
 from kernels.targets.base import Artifact, CompileFailure
 from kernels.targets.cuda import CudaTarget, nvcc_path
-from kernels.targets.nvidia import ARCH_RE, build_cubin, run_tool
+from kernels.targets.nvidia import ARCH_RE, build_cubin, find_tool, run_tool
 from kernels.targets.ptx_template import TemplateError, expand_lines
 
 DEFAULT_ARCH = "sm_90a"
@@ -32,19 +30,8 @@ DEFAULT_ARCH = "sm_90a"
 def ptxas_path() -> str | None:
     """``INT21_PTXAS``, else ``ptxas`` on PATH, beside nvcc, or under ``CUDA_HOME``/``CUDA_PATH``
     or /usr/local/cuda."""
-    explicit = os.environ.get("INT21_PTXAS")
-    if explicit:
-        return explicit if os.path.isfile(explicit) and os.access(explicit, os.X_OK) else None
-    found = shutil.which("ptxas")
-    if found:
-        return found
     nvcc = nvcc_path()
-    roots = [str(Path(nvcc).parent.parent)] if nvcc else []
-    for root in (*roots, os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        tool = Path(root or "/nonexistent") / "bin" / "ptxas"
-        if tool.is_file() and os.access(tool, os.X_OK):
-            return str(tool)
-    return None
+    return find_tool("ptxas", "INT21_PTXAS", (str(Path(nvcc).parent.parent),) if nvcc else ())
 
 
 @functools.lru_cache(maxsize=4)

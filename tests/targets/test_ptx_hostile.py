@@ -106,9 +106,9 @@ def test_a_hostile_ptx_candidate_is_refused_before_it_runs(cand):
                          ids=lambda c: c.path.stem)
 def test_a_candidate_that_fails_only_when_run_passes_every_check_before_running(cand):
     """Here: static rules, the template step, ptxas and the audit all pass (the GPU must catch it)."""
-    outcome = _evaluate(cand)
     if _gpu()[0]:
         pytest.skip("this host has a GPU: the next test runs it")
+    outcome = _evaluate(cand)
     assert outcome.status == "compiled_only", f"{cand.path.name}: {outcome.status}: {outcome.reason}"
     assert outcome.resources["registers"] > 0 and outcome.resources["arch"] == "sm_90a"
 

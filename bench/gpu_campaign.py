@@ -9,12 +9,12 @@ the steps done (status ok) and runs the rest, so a killed call loses one step at
 
 - ``environment``: GPU, driver, toolchains, packages, both NVIDIA targets' fingerprints (and the
   fla wheel installed first, when ``--fla-wheel`` names one);
-- ``gpu_tests``: the targets' and the chunked KDA's tests, whose GPU-only cases run here;
 - ``ceilings``: copy bandwidth and cuBLAS fp32 / TF32 at 4096^3, measured now;
 - ``direct.*``: template points of both targets, checked against the reference and timed in
-  one session with the baselines and a copy of the same bytes (bench/gpu_direct.py):
-  softmax and rmsnorm at 4096^2 and 8192^2, fp32 matmul at 4096^3 (vs cuBLAS), TF32 matmul
-  (vs cuBLAS TF32), KDA at (1, 8192, 16, 128, 128) and (8, 4096, 32, 128, 128) vs fla;
+  one session with the baselines and a copy of the same bytes (bench/gpu_direct.py): KDA at
+  (1, 8192, 16, 128, 128) and (8, 4096, 32, 128, 128) vs fla, softmax and rmsnorm at 4096^2
+  and 8192^2, fp32 matmul at 4096^3 (vs cuBLAS), TF32 matmul (vs cuBLAS TF32);
+- ``gpu_tests``: the targets' and the chunked KDA's tests, whose GPU-only cases run here;
 - ``evaluator.ptx``: whether the sandboxed evaluator runs a PTX candidate on this host;
 - ``swarm.<workload>.<target>``: a short swarm run through the sandboxed evaluator;
 - ``summary``: the issue's figures, each against its goal.
@@ -176,7 +176,7 @@ def step_gpu_tests(c: Campaign) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *GPU_TESTS]
     try:
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=max(30, min(150, c.left() - 300)),
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=max(30, min(120, c.left() - 150)),
                            env=env)
         tail, rc = (r.stdout + r.stderr)[-6000:], r.returncode
     except subprocess.TimeoutExpired as exc:
@@ -289,9 +289,9 @@ def _swarm(c: Campaign, wl_name: str, target: str) -> dict:
     settings = {"run_timeout": 90.0, "timing_budget_s": 0.5, "seeds": 3}
     if wl_name == "kda":
         settings["baselines"] = ()
-    n = 3 if c.dry else 6
+    n = 3 if c.dry else 4
     goal = Goal(workload=wl_name, target=target, shapes=[shape], metric=metric, population=3, seed=1, cold=True,
-                budget=Budget(evaluations=n, wall_seconds=25 if c.dry else 40, stagnation_generations=None),
+                budget=Budget(evaluations=n, wall_seconds=22, stagnation_generations=None),
                 eval_settings=settings, confirm_top=1)
     store = InMemoryStore()
     engine = Engine(store, LocalExecutor(), InMemoryKnowledge(), ListSink(), fingerprint=f"campaign-{target}")
@@ -375,12 +375,14 @@ def _pct(v):
 
 
 def plan() -> list:
-    steps = [("environment", 10, step_environment), ("gpu_tests", 120, step_gpu_tests),
-             ("ceilings", 15, step_ceilings), ("direct.softmax", 30, step_softmax),
+    """(name, seconds a step needs to be started, step). The issue's figures first, then the
+    tests, then the swarm runs: a call cut short by its budget leaves the least for the next."""
+    steps = [("environment", 10, step_environment), ("ceilings", 15, step_ceilings),
+             ("direct.kda", 120, step_kda), ("direct.softmax", 30, step_softmax),
              ("direct.rmsnorm", 30, step_rmsnorm), ("direct.matmul", 40, step_matmul),
-             ("direct.matmul_tf32", 25, step_matmul_tf32), ("direct.kda", 60, step_kda),
+             ("direct.matmul_tf32", 25, step_matmul_tf32), ("gpu_tests", 100, step_gpu_tests),
              ("evaluator.ptx", 20, step_evaluator_ptx)]
-    steps += [(f"swarm.{w}.{t}", 45, (lambda w, t: lambda c: _swarm(c, w, t))(w, t)) for w, t in SWARMS]
+    steps += [(f"swarm.{w}.{t}", 30, (lambda w, t: lambda c: _swarm(c, w, t))(w, t)) for w, t in SWARMS]
     return steps + [("summary", 0, step_summary)]
 
 

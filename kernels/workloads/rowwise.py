@@ -40,10 +40,14 @@ def ptx_space(reload: bool) -> DesignSpace:
         Param("REDUCE", "choice", choices=(0, 1),
               help="0: shfl.sync butterflies (then shared memory across warps); 1: a shared-memory butterfly"),
     ]
+    params.append(Param("KEEP", "choice", choices=(0, 1),
+                        help="block: 1 keeps the row in registers when cols == VEC * UNROLL * BLOCK (read once)"))
     if reload:
         params.insert(5, Param("RELOAD", "choice", choices=(0, 1, 2),
                                help="second read of the row: 0 ld.global, 1 .nc, 2 .lu (last use)"))
-    return DesignSpace(params=tuple(params))
+    return DesignSpace(params=tuple(params), constraints=(
+        Constraint("KEEP == 0 or ALGO == 'block'", "KEEP applies to the block variant (a warp's row is longer "
+                   "than one trip)"),))
 
 
 def cuda_launch(shape: Shape, params) -> tuple:

@@ -6,7 +6,7 @@ PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test setup migrate bench bench-harness clean prod bench-fleet
+.PHONY: run test setup migrate bench bench-harness clean prod bench-fleet bench-gpu
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ bench-fleet: setup
 
 bench: setup
 	$(PY) manage.py bench $(BENCH_ARGS)
+
+# The device campaign (docs/gpu.md): on a GPU host with the image's python3 (torch, CuPy); here
+# `make bench-gpu BENCH_ARGS=--dry-run` runs it against a fake device.
+GPU_PYTHON ?= $(shell test -x $(PY) && echo $(PY) || command -v python3)
+bench-gpu:
+	PYTHONPATH=. PYTHONUNBUFFERED=1 $(GPU_PYTHON) -m bench.gpu_campaign $(BENCH_ARGS)
 
 bench-harness: setup
 	$(PY) bench/harness_speed.py

@@ -61,12 +61,33 @@ def pick_best(rows: list[dict]) -> dict:
                                     -(r["median_ms"] or float("inf")) if r["status"] == "ok" else float("-inf")))
 
 
+def campaign_lines(results: Path = Path(__file__).parent / "results") -> list[str]:
+    """The newest device campaign's figures (bench/results/gpu-campaign-*.json, dry runs
+    left out), or a line saying how to get them (docs/gpu.md)."""
+    from bench.gpu_campaign import markdown
+    found = []
+    for p in sorted(results.glob("gpu-campaign-*.json")):
+        try:
+            state = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if not state.get("dry_run"):
+            found.append((state.get("started", ""), p, state))
+    if not found:
+        return ["No device campaign results yet: `make bench-gpu` on an H200 (docs/gpu.md) measures KDA against "
+                "fla chunk_kda at the serving shapes, softmax/rmsnorm against the copy bandwidth, matmul against "
+                "cuBLAS (fp32 and TF32) and the PTX seeds against the CUDA seeds."]
+    _, path, state = max(found, key=lambda f: f[0])
+    return [f"From `{path.name}`:", ""] + markdown(state).splitlines()
+
+
 def gpu_lines(g: dict) -> list[str]:
     """The report's GPU section (markdown lines)."""
     if not g.get("ran"):
         return [f"No GPU section in this run — {g.get('why', 'not run')}. On a GPU host the same command "
                 "evaluates each workload's CUDA kernels against CuPy/cuBLAS and torch "
-                "(`bash bench/gpu_check.sh` collects it on the H200 host: `python -m bench.gpu`)."]
+                "(`bash bench/gpu_check.sh` collects it on the H200 host: `python -m bench.gpu`).",
+                ""] + campaign_lines()
     lines = [f"GPU: `{g['fingerprint']}`", "", "| workload | shape | best CUDA kernel | median ms | ratios | "
              "correct/evaluated |", "|---|---|---|---|---|---|"]
     for wl, w in g["workloads"].items():

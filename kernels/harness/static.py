@@ -177,12 +177,17 @@ def clean_source(source: str) -> str:
     s = join_splices(source)
     # Digraphs are tokens, formed after splicing ("%\\<newline>:include" is a directive).
     s = s.replace("%:", "#").replace("<:", "[").replace(":>", "]").replace("<%", "{").replace("%>", "}")
-    # Strip comments. String and character literals are copied through untouched, so a "/*"
-    # or "//" inside one cannot blank the lines after it (and hide an #include) from the checks.
+    return strip_comments(s)
+
+
+def strip_comments(s: str, quotes: str = "\"'") -> str:
+    """``//`` and ``/* */`` comments blanked (line numbers kept). String and character literals
+    (``quotes``) are copied through untouched, so a "/*" or "//" inside one cannot blank the
+    lines after it (and hide an #include) from the checks."""
     result, i, n = [], 0, len(s)
     while i < n:
         c = s[i]
-        if c in "\"'":
+        if c in quotes:
             j = i + 1
             while j < n and s[j] not in (c, "\n"):
                 j += 2 if s[j] == "\\" else 1
@@ -212,7 +217,11 @@ def _line_of(text: str, pos: int) -> int:
 
 
 def check_source(source: str, language: str, entry: str = "kernel") -> list[StaticFinding]:
-    """Every reason to refuse ``source`` (empty: it may be compiled). ``language``: c | cuda."""
+    """Every reason to refuse ``source`` (empty: it may be compiled). ``language``: c | cuda |
+    ptx (PTX has rules of its own: :mod:`kernels.harness.static_ptx`)."""
+    if language == "ptx":
+        from kernels.harness.static_ptx import check_ptx
+        return check_ptx(source, entry)
     findings: list[StaticFinding] = []
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
         return [StaticFinding(1, "size", f"source is larger than {MAX_SOURCE_BYTES // 1024} KiB")]

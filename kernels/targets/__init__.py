@@ -6,6 +6,7 @@ from kernels.spec import SpecError
 TARGETS = {
     "cpu": "kernels.targets.cpu:CpuTarget",
     "cuda": "kernels.targets.cuda:CudaTarget",
+    "ptx": "kernels.targets.ptx:PtxTarget",
 }
 
 _loaded = {}

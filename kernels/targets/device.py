@@ -45,7 +45,7 @@ class DeviceRunner:
 
     def call_tokens(self, wl, shape, scalars, *, inputs: dict, outputs: dict, params: dict) -> str:
         """``L<grid>,<block>,<shared>`` then each argument (buffers as offset:words)."""
-        grid, block, shared = wl.template(self.name).launch(shape, params)
+        grid, block, shared = self.launch(wl, shape, params)
         tokens = ["L" + ",".join(str(int(v)) for v in (*grid, *block, shared))]
         outs = wl.out_shapes(shape)
         for a in wl.args:
@@ -85,6 +85,10 @@ class DeviceRunner:
             else:
                 out.append(("suspicious", f"the device process reported {w!r}"))
         return out
+
+    def launch(self, workload, shape, params) -> tuple:
+        """(grid, block, dynamic shared bytes) of this target's template for ``shape``."""
+        return workload.template(self.name).launch(shape, params)
 
     def ceilings(self, refresh: bool = False) -> dict:
         return {}

@@ -27,6 +27,32 @@ NORM_CUDA_SPACE = DesignSpace(
 )
 
 
+def ptx_space(reload: bool) -> DesignSpace:
+    """The row-wise PTX seeds' knobs (softmax, rmsnorm: ptx_*.ptx). ``reload``: the seed reads
+    the row a second time with its own cache operator."""
+    params = [
+        Param("ALGO", "variant", choices=("warp", "block"),
+              help="warp: one warp per row (shuffles); block: one block per row (warps combined in shared memory)"),
+        Param("BLOCK", "choice", choices=(128, 256, 512, 1024), default=256, help="threads per block"),
+        Param("VEC", "choice", choices=(4, 2, 1),
+              help="ld/st.global.v4, .v2 or scalar (vectors when cols % VEC == 0 and the bases are aligned)"),
+        Param("UNROLL", "choice", choices=(1, 2, 4), help="vectors each thread loads before using the first"),
+        Param("LOAD", "choice", choices=(0, 1, 2, 3),
+              help="first read: 0 ld.global, 1 .nc, 2 .cs (streaming), 3 .nc.L1::no_allocate"),
+        Param("STORE", "choice", choices=(0, 1, 2), help="0 st.global, 1 .cs (streaming), 2 .L1::no_allocate"),
+        Param("REDUCE", "choice", choices=(0, 1),
+              help="0: shfl.sync butterflies (then shared memory across warps); 1: a shared-memory butterfly"),
+    ]
+    params.append(Param("KEEP", "choice", choices=(0, 1),
+                        help="block: 1 keeps the row in registers when cols == VEC * UNROLL * BLOCK (read once)"))
+    if reload:
+        params.insert(5, Param("RELOAD", "choice", choices=(0, 1, 2),
+                               help="second read of the row: 0 ld.global, 1 .nc, 2 .lu (last use)"))
+    return DesignSpace(params=tuple(params), constraints=(
+        Constraint("KEEP == 0 or ALGO == 'block'", "KEEP applies to the block variant (a warp's row is longer "
+                   "than one trip)"),))
+
+
 def cuda_launch(shape: Shape, params) -> tuple:
     """(grid, block, dynamic shared bytes): rowwise has a block per row, warp a warp per row;
     the reductions use static shared memory only."""

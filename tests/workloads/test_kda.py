@@ -193,16 +193,21 @@ def test_subtly_wrong_kernels_are_caught(bug):
 
 def test_cuda_launch_covers_every_column():
     shape = Shape.of(B=2, T=5, H=3, K=65, V=31)
+    from kernels.workloads.kda import cuda_chunked_smem
     for _src, params in CUDA.seeds():
         grid, block, shared = CUDA.launch(shape, params)
-        assert grid[0] * params["BLOCK_V"] >= 31 and grid[1] == 6 and block[0] == params["BLOCK_V"] * params["RG"]
+        assert grid[0] * params["BLOCK_V"] >= 31 and grid[1] == 6
+        if params["ALGO"] == "chunked":   # a block of THREADS per value block; the chunk's buffers
+            assert block[0] == params["THREADS"] and shared == cuda_chunked_smem(shape, params)
+            continue
+        assert block[0] == params["BLOCK_V"] * params["RG"]
         assert shared == (0 if params["ALGO"] == "reg" else 4 * (65 * 32 + 3 * 65 + 2 * 8 * 32))
 
 
 CUDA_POINTS = [params for _src, params in CUDA.seeds()] + [
-    {"ALGO": "reg", "BLOCK_V": 64, "RG": 4, "MAXK": 128},     # 32 rows per thread, 256 threads
-    {"ALGO": "reg", "BLOCK_V": 32, "RG": 32, "MAXK": 256},    # 1024 threads
-    {"ALGO": "smem", "BLOCK_V": 8, "RG": 4, "MAXK": 128},
+    {**CUDA.space.default(), "ALGO": "reg", "BLOCK_V": 64, "RG": 4, "MAXK": 128},     # 32 rows per thread
+    {**CUDA.space.default(), "ALGO": "reg", "BLOCK_V": 32, "RG": 32, "MAXK": 256},    # 1024 threads
+    {**CUDA.space.default(), "ALGO": "smem", "BLOCK_V": 8, "RG": 4, "MAXK": 128},
 ]
 
 

@@ -118,16 +118,36 @@ CPU_SPACE = DesignSpace(
 
 # --------------------------------------------------------------------------- CUDA design space
 
+# cuda_chunked.cu's shared memory (bytes), as its pointer arithmetic lays it out: KP = K padded
+# to 16, rows of the CHUNK x K arrays padded by 4 words, NB = CHUNK / 8 secondary blocks.
+CHUNKED_SMEM_EXPR = ("4 * (3 * CHUNK * (((K + 15) // 16) * 16 + 4) + (CHUNK // 8) * (CHUNK // 8 + 1) // 2 "
+                     "* ((K + 15) // 16) * 16 + 2 * (CHUNK // 8) * ((K + 15) // 16) * 16 + ((K + 15) // 16) * 16 "
+                     "+ 2 * CHUNK * CHUNK + ((K + 15) // 16) * 16 * BLOCK_V + 2 * CHUNK * BLOCK_V + CHUNK)")
+
+
+def cuda_chunked_smem(shape: Shape, params) -> int:
+    c, bv = int(params.get("CHUNK", 64)), int(params["BLOCK_V"])
+    kp = -(-shape["K"] // 16) * 16
+    nb = c // 8
+    return 4 * (3 * c * (kp + 4) + nb * (nb + 1) // 2 * kp + 2 * nb * kp + kp + 2 * c * c + kp * bv + 2 * c * bv + c)
+
+
 CUDA_SPACE = DesignSpace(
     params=(
-        Param("ALGO", "variant", choices=("reg", "smem"),
+        Param("ALGO", "variant", choices=("reg", "smem", "chunked"),
               help="reg: state slice in registers, rows split over RG adjacent lanes, shuffle "
-                   "reductions, no barriers (K <= MAXK); smem: state slice in shared memory, any K"),
+                   "reductions, no barriers (K <= MAXK); smem: state slice in shared memory, any K; "
+                   "chunked: the WY/UT chunked form, chunk products on tensor cores (WMMA TF32)"),
         Param("BLOCK_V", "choice", choices=(8, 16, 32, 64), default=32, help="V columns per block"),
         Param("RG", "choice", choices=(1, 2, 4, 8, 16, 32), default=8,
               help="threads sharing one column (its K rows split between them)"),
         Param("MAXK", "choice", choices=(32, 64, 128, 256), default=128,
               help="reg: largest K a block handles (MAXK / RG state registers per thread)"),
+        Param("CHUNK", "choice", choices=(64, 32, 16), help="chunked: time steps per chunk"),
+        Param("THREADS", "choice", choices=(128, 256), help="chunked: threads per block"),
+        Param("PREC", "choice", choices=(3, 1, 0),
+              help="chunked: 3 3xTF32 tensor cores (fp32 accuracy), 1 one TF32 product (~5e-4 relative "
+                   "RMSE: a goal must allow 1e-3), 0 fp32 on the CUDA cores"),
     ),
     constraints=(
         Constraint("BLOCK_V * RG >= 32 and BLOCK_V * RG <= 1024", "a block is 32..1024 threads"),
@@ -137,6 +157,14 @@ CUDA_SPACE = DesignSpace(
                    "reg: MAXK * BLOCK_V <= 8192 keeps registers per thread x threads within the "
                    "register file (no spills)"),
         Constraint("ALGO == 'reg' or MAXK == 128", "MAXK only applies to reg (keep 128)"),
+        Constraint("ALGO == 'chunked' or (CHUNK == 64 and THREADS == 128 and PREC == 3)",
+                   "CHUNK, THREADS and PREC only apply to chunked (keep 64, 128, 3)"),
+        Constraint("ALGO != 'chunked' or (BLOCK_V >= 16 and RG == 8)",
+                   "chunked: value blocks of 16, 32 or 64 columns (the 16-wide tiles); RG does not apply (keep 8)"),
+        Constraint("ALGO != 'chunked' or PREC != 3 or THREADS == 128 or BLOCK_V >= 32",
+                   "chunked: 256 threads on 16 value columns spill with the 3xTF32 fragments (ptxas, sm_90)"),
+        Constraint("ALGO != 'chunked' or " + CHUNKED_SMEM_EXPR + " <= 232448",
+                   "chunked: the chunk's buffers exceed the 227 KiB of shared memory a block may have"),
         Constraint("ALGO != 'smem' or 4 * (K * BLOCK_V + 3 * K + 2 * RG * BLOCK_V) <= 49152",
                    "smem: the state slice must fit the default 48 KiB of dynamic shared memory"),
     ),
@@ -144,9 +172,11 @@ CUDA_SPACE = DesignSpace(
 
 
 def cuda_launch(shape: Shape, params) -> tuple:
-    """((grid), (block), dynamic shared bytes) for either CUDA variant."""
+    """((grid), (block), dynamic shared bytes) for the CUDA variants."""
     bv, rg = int(params["BLOCK_V"]), int(params["RG"])
     grid = (math.ceil(shape["V"] / bv), shape["B"] * shape["H"], 1)
+    if params.get("ALGO") == "chunked":
+        return grid, (int(params.get("THREADS", 128)), 1, 1), cuda_chunked_smem(shape, params)
     block = (bv * rg, 1, 1)
     shared = 4 * (shape["K"] * bv + 3 * shape["K"] + 2 * rg * bv) if params.get("ALGO") == "smem" else 0
     return grid, block, shared
@@ -181,7 +211,8 @@ WORKLOAD = Workload(
         "cpu": Template("cpu", {"recurrent": "cpu_recurrent.c", "fused": "cpu_fused.c",
                                 "chunked": "cpu_chunked.c"}, CPU_SPACE,
                         variant_param="ALGO", folder=HERE),
-        "cuda": Template("cuda", {"reg": "cuda_reg.cu", "smem": "cuda_smem.cu"}, CUDA_SPACE,
+        "cuda": Template("cuda", {"reg": "cuda_reg.cu", "smem": "cuda_smem.cu", "chunked": "cuda_chunked.cu"},
+                         CUDA_SPACE,
                          variant_param="ALGO", folder=HERE, launch=cuda_launch),
     },
     baselines={
@@ -200,6 +231,13 @@ WORKLOAD = Workload(
                      strong=True, requires="torch", default=False,
                      description="torch.compile (Inductor) of the chunked form: the chunk-parallel "
                                  "part and one chunk step as two graphs (~20 s to compile)"),
+        ),
+        "cuda": (
+            Baseline("fla_chunk_kda", "kernels.workloads.kda.baselines_cuda:fla_chunk_kda", strong=True,
+                     requires="fla", description="flash-linear-attention's chunk_kda (Triton), float32 inputs"),
+            Baseline("fla_chunk_kda_bf16", "kernels.workloads.kda.baselines_cuda:fla_chunk_kda_bf16", strong=True,
+                     requires="fla", default=False,
+                     description="flash-linear-attention's chunk_kda on bf16 copies of the inputs"),
         ),
     },
     flop_bound=True,

@@ -109,6 +109,40 @@ CUDA_SPACE = DesignSpace(
 )
 
 
+PTX_SPACE = DesignSpace(
+    params=(
+        Param("ALGO", "variant", choices=("mma",), help="mma: mma.sync m16n8k8 TF32 tensor-core tiles"),
+        Param("BM", "choice", choices=(64, 128), default=128, help="rows of C per block"),
+        Param("BN", "choice", choices=(64, 128), default=128, help="columns of C per block"),
+        Param("BK", "choice", choices=(16, 32), default=32, help="k step staged in shared memory"),
+        Param("WM", "choice", choices=(32, 64), default=64, help="rows of C per warp (WM / 16 mma tiles)"),
+        Param("WN", "choice", choices=(32, 64), default=32, help="columns of C per warp (WN / 8 mma tiles)"),
+        Param("PREC", "choice", choices=(3, 1),
+              help="3: 3xTF32 (hi/lo split, fp32 accuracy); 1: plain TF32 (~1e-3: a goal's tolerance must allow it)"),
+        Param("STAGES", "choice", choices=(2, 1), help="2: the next tile's loads in flight during the mma work"),
+    ),
+    constraints=(
+        Constraint("BM % WM == 0 and BN % WN == 0", "the block tile must split evenly into warp tiles"),
+        Constraint("4 <= (BM // WM) * (BN // WN) <= 8",
+                   "a block is 4..8 warps (fewer: too many staged elements per thread; more: .maxntid caps "
+                   "the registers below the accumulators' needs)"),
+        Constraint("BK * (BM + BN + 16) * 4 <= 48 * 1024", "static shared memory is limited to 48 KiB"),
+        # Checked with ptxas (sm_90a, CUDA 13.0) over the whole space: every legal point
+        # assembles without spills; the excluded ones are where it spilled or came close.
+        Constraint("(WM // 16) * (WN // 8) <= 16", "a 64x64 warp tile (128 accumulators) spills with its fragments"),
+        Constraint("STAGES == 1 or BK * (BM + BN) // (32 * (BM // WM) * (BN // WN)) <= 32",
+                   "the prefetched tile takes more than 32 registers per thread (spills)"),
+    ),
+)
+
+
+def ptx_launch(shape: Shape, params) -> tuple:
+    """(grid, block, dynamic shared bytes) for the PTX mma template."""
+    bm, bn = int(params.get("BM", 128)), int(params.get("BN", 128))
+    threads = 32 * (bm // int(params.get("WM", 64))) * (bn // int(params.get("WN", 32)))
+    return ((-(-shape["n"] // bn), -(-shape["m"] // bm), 1), (threads, 1, 1), 0)
+
+
 def cuda_launch(shape: Shape, params) -> tuple:
     """(grid, block, dynamic shared bytes) for the CUDA templates."""
     m, n = shape["m"], shape["n"]
@@ -147,6 +181,8 @@ WORKLOAD = Workload(
                         variant_param="ALGO", folder=HERE),
         "cuda": Template("cuda", {"tiled": "cuda_tiled.cu", "regblock": "cuda_regblock.cu"}, CUDA_SPACE,
                          variant_param="ALGO", folder=HERE, launch=cuda_launch),
+        "ptx": Template("ptx", {"mma": "ptx_mma.ptx"}, PTX_SPACE, variant_param="ALGO", folder=HERE,
+                        launch=ptx_launch),
     },
     baselines={
         "cpu": (
@@ -163,6 +199,9 @@ WORKLOAD = Workload(
                      requires="cupy", description="cp.matmul(out=) (cuBLAS sgemm)"),
             Baseline("torch_cuda", "kernels.workloads.matmul.baselines:torch_cuda_matmul", strong=True,
                      requires="torch", description="torch.matmul(out=) on the GPU, TF32 off"),
+            Baseline("torch_cuda_tf32", "kernels.workloads.matmul.baselines:torch_cuda_matmul_tf32", strong=True,
+                     requires="torch", default=False,
+                     description="torch.matmul on the GPU with TF32 on (cuBLAS TF32 tensor cores)"),
         ),
     },
 )

@@ -46,3 +46,23 @@ def torch_cuda_matmul(inputs, outputs, shape):
         with torch.cuda.stream(stream):
             torch.matmul(a, b, out=c)
     return call
+
+
+def torch_cuda_matmul_tf32(inputs, outputs, shape):
+    """torch.matmul on the GPU with TF32 on (cuBLAS's TF32 tensor-core GEMM): the yardstick for
+    a TF32 kernel, whose ~1e-3 error only a goal with a looser tolerance accepts."""
+    import cupy as cp
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("this torch build has no CUDA support")
+    a, b, c = (torch.as_tensor(x, device="cuda") for x in (inputs["a"], inputs["b"], outputs["c"]))
+    stream = torch.cuda.ExternalStream(cp.cuda.get_current_stream().ptr)
+
+    def call():
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            with torch.cuda.stream(stream):
+                torch.matmul(a, b, out=c)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+    return call

@@ -88,6 +88,8 @@ WORKLOAD = Workload(
                         variant_param="ALGO", folder=HERE),
         "cuda": Template("cuda", {"rowwise": "cuda_rowwise.cu", "warp": "cuda_warp.cu"}, rowwise.NORM_CUDA_SPACE,
                          variant_param="ALGO", folder=HERE, launch=rowwise.cuda_launch),
+        "ptx": Template("ptx", {"warp": "ptx_rmsnorm.ptx", "block": "ptx_rmsnorm.ptx"}, rowwise.ptx_space(reload=True),
+                        variant_param="ALGO", folder=HERE, launch=rowwise.cuda_launch),
     },
     baselines={
         "cpu": (

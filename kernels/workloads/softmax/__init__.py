@@ -62,6 +62,8 @@ CUDA_SPACE = DesignSpace(
     ),
 )
 
+PTX_SPACE = rowwise.ptx_space(reload=True)
+
 
 WORKLOAD = Workload(
     name="softmax",
@@ -83,6 +85,8 @@ WORKLOAD = Workload(
                         variant_param="ALGO", folder=HERE),
         "cuda": Template("cuda", {"rowwise": "cuda_rowwise.cu", "warp": "cuda_warp.cu"}, CUDA_SPACE,
                          variant_param="ALGO", folder=HERE, launch=rowwise.cuda_launch),
+        "ptx": Template("ptx", {"warp": "ptx_softmax.ptx", "block": "ptx_softmax.ptx"}, PTX_SPACE,
+                        variant_param="ALGO", folder=HERE, launch=rowwise.cuda_launch),
     },
     baselines={
         "cpu": (

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import random
 import statistics
-import time
 import types
 from importlib import import_module
 
@@ -70,29 +69,26 @@ class CupyDevice:
         self.stream.synchronize()
 
     def time(self, calls: dict, rounds: int, budget_s: float) -> dict:
-        """Median ms (and IQR) per call, interleaved round by round in a rotating order."""
+        """Median ms (and IQR) per call: the harness's one interleaved loop
+        (``kernels.harness.timing.interleave``, secret order each round) with a CUDA-event
+        timer around each call on this stream."""
+        import numpy as np
+        from kernels.harness.timing import Impl, interleave
         cp = self.cp
-        names = list(calls)
-        samples = {n: [] for n in names}
+
+        def timed(fn):
+            def call():
+                a, b = cp.cuda.Event(), cp.cuda.Event()
+                a.record(self.stream)
+                fn()
+                b.record(self.stream)
+                b.synchronize()
+                return cp.cuda.get_elapsed_time(a, b) / 1e3
+            return call
         with self.stream:
-            for n in names:                      # warm-up (module load, first-call work)
-                calls[n]()
-            self.stream.synchronize()
-            t0 = time.perf_counter()
-            for r in range(rounds):
-                order = names[r % len(names):] + names[:r % len(names)]
-                events = []
-                for n in order:
-                    a, b = cp.cuda.Event(), cp.cuda.Event()
-                    a.record(self.stream)
-                    calls[n]()
-                    b.record(self.stream)
-                    events.append((n, a, b))
-                events[-1][2].synchronize()
-                for n, a, b in events:
-                    samples[n].append(cp.cuda.get_elapsed_time(a, b))
-                if r >= 20 and time.perf_counter() - t0 > budget_s:
-                    break
+            impls = [Impl(n, timed(fn)) for n, fn in calls.items()]
+            samples = interleave(impls, rng=np.random.default_rng(), min_calls=min(rounds, 20), max_calls=rounds,
+                                 budget_s=budget_s, target_rel_err=0.01, warmup=1)
         return {n: _summary(s) for n, s in samples.items()}
 
     def baseline(self, fn: str, inputs, outputs, shape):

@@ -298,14 +298,14 @@ def fake_gpu(monkeypatch):
     monkeypatch.setenv("INT21_SANDBOX_PYTHONPATH", str(FAKE))
     monkeypatch.setattr(cuda, "_gpu_info", lambda: ({"gpu": "Fake H200", "sm": "sm_90"}, ""))
 
-    def run(kernel: str, max_threads: int = 1024):
+    def run(kernel: str, max_threads: int = 1024, target: str = "cuda"):
         (FAKE / "settings.json").write_text(json.dumps({"kernel": kernel, "max_threads": max_threads}))
         wl = workloads.get("softmax")
-        tpl = wl.template("cuda")
+        tpl = wl.template(target)
+        source, params = tpl.seeds()[0]
         settings = EvalSettings(timing_shape=Shape.of(rows=64, cols=256), typical_checks=False, seeds=2,
                                 launcher="spawn", min_calls=5, timing_budget_s=0.5)
-        return Evaluator(settings).evaluate(tpl.source("rowwise"), {**tpl.space.default(), "ALGO": "rowwise"},
-                                            wl, "cuda")
+        return Evaluator(settings).evaluate(source, params, wl, target)
     yield run
     (FAKE / "settings.json").unlink(missing_ok=True)
 
@@ -317,6 +317,15 @@ def test_a_correct_kernel_passes_every_stage_and_is_timed_by_the_device(fake_gpu
     assert outcome.timings["candidate"]["n"] >= TARGET.min_timed_calls   # a GPU floor over the goal's 5
     assert "cupy" in outcome.speedup
     assert outcome.stage("correctness").details["isolation"]
+
+
+@needs_nvcc
+def test_a_ptx_candidate_runs_through_the_same_device_process_and_verdicts(fake_gpu):
+    from kernels import targets
+    if not targets.get("ptx").available()[0]:
+        pytest.skip("no ptxas")
+    assert fake_gpu("softmax", target="ptx").status == "ok"
+    assert fake_gpu("nothing", target="ptx").status == "wrong"
 
 
 @needs_nvcc

@@ -12,7 +12,7 @@ loaded here — but only the exact bytes the reviewers approved: the source must
 digest in its manifest, the manifest must record the approvals its goal required, and, when
 the library is keyed (``INT21_LIBRARY_KEY``), the manifest's signature must verify. The
 shared object is built from that source with the harness's flags and cached beside a digest
-of its own bytes; a built file that no longer matches is refused, never loaded.
+of its own bytes; a built file that no longer matches is never loaded (it is built again).
 """
 from __future__ import annotations
 
@@ -76,10 +76,10 @@ def _build(source: str, params: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     so, digest_file = folder / f"{key}.so", folder / f"{key}.sha256"
     if so.exists() and digest_file.exists():
-        if hashlib.sha256(so.read_bytes()).hexdigest() != digest_file.read_text().strip():
-            raise LibraryError(f"{so}: the built kernel no longer matches the digest recorded when it was built "
-                               "(the file was changed): refused")
-        return so
+        if hashlib.sha256(so.read_bytes()).hexdigest() == digest_file.read_text().strip():
+            return so
+        # Changed since it was built: never loaded. The approved source is built again.
+        so.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="int21-native-") as tmp:
         src = Path(tmp) / "kernel.c"
         src.write_text(text)

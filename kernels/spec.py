@@ -191,6 +191,8 @@ _CMPOPS = {
     ast.NotIn: lambda a, b: a not in b,
 }
 _FUNCS = {"min": min, "max": max, "abs": abs}
+MAX_EXPR_CHARS = 2000
+MAX_MAGNITUDE = 1 << 256
 
 
 class Constraint:
@@ -198,6 +200,10 @@ class Constraint:
 
     Grammar: integers, strings, names, ``+ - * / // % ** & |``, comparisons (chained),
     ``and or not``, ``x if c else y``, tuples/lists for ``in``, and ``min max abs``.
+
+    Cost is bounded: arithmetic is on numbers only (no string or sequence repetition), every
+    intermediate number stays within ±2^256, ``**`` takes a constant exponent up to 64, and an
+    expression is at most 2,000 characters: one evaluation is microseconds, whatever is typed.
     """
 
     def __init__(self, expr: str, message: str = ""):
@@ -205,6 +211,8 @@ class Constraint:
         self.message = message or f"violates {self.expr}"
         if not self.expr:
             raise SpecError("a constraint cannot be empty")
+        if len(self.expr) > MAX_EXPR_CHARS:
+            raise SpecError(f"a constraint is at most {MAX_EXPR_CHARS} characters (this one has {len(self.expr)})")
         try:
             self._tree = ast.parse(self.expr, mode="eval")
         except SyntaxError as exc:
@@ -224,6 +232,10 @@ class Constraint:
                 raise SpecError(f"constraint {self.expr!r}: only min(), max() and abs() may be called")
             if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str)):
                 raise SpecError(f"constraint {self.expr!r}: constant {node.value!r} is not allowed")
+            if isinstance(node, ast.BinOp) and any(isinstance(side, ast.Constant) and isinstance(side.value, str)
+                                                   for side in (node.left, node.right)):
+                raise SpecError(f"constraint {self.expr!r}: arithmetic is on numbers only (a string cannot be "
+                                "added, repeated or multiplied)")
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
                 if not (isinstance(node.right, ast.Constant) and isinstance(node.right.value, int)
                         and 0 <= node.right.value <= 64):
@@ -237,8 +249,10 @@ class Constraint:
             return bool(self._eval(self._tree.body, env))
         except ZeroDivisionError:
             return False
-        except TypeError as exc:
-            raise SpecError(f"constraint {self.expr!r}: {exc}") from None
+        except SpecError:
+            raise
+        except (TypeError, OverflowError, MemoryError, RecursionError, ValueError) as exc:
+            raise SpecError(f"constraint {self.expr!r}: {type(exc).__name__}: {exc}"[:300]) from None
 
     def _eval(self, node, env):
         if isinstance(node, ast.Constant):
@@ -246,12 +260,22 @@ class Constraint:
         if isinstance(node, ast.Name):
             return env[node.id]
         if isinstance(node, (ast.Tuple, ast.List)):
+            if len(node.elts) > 256:
+                raise SpecError(f"constraint {self.expr!r}: a list of more than 256 values")
             return tuple(self._eval(e, env) for e in node.elts)
         if isinstance(node, ast.UnaryOp):
             v = self._eval(node.operand, env)
             return {ast.Not: lambda x: not x, ast.USub: operator.neg, ast.UAdd: operator.pos}[type(node.op)](v)
         if isinstance(node, ast.BinOp):
-            return _BINOPS[type(node.op)](self._eval(node.left, env), self._eval(node.right, env))
+            left, right = self._eval(node.left, env), self._eval(node.right, env)
+            for v in (left, right):
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise SpecError(f"constraint {self.expr!r}: arithmetic is on numbers only, got {v!r}")
+            out = _BINOPS[type(node.op)](left, right)
+            if isinstance(out, int) and abs(out) > MAX_MAGNITUDE or \
+                    isinstance(out, float) and not (abs(out) <= float(MAX_MAGNITUDE)):
+                raise SpecError(f"constraint {self.expr!r}: a number grew past 2^256")
+            return out
         if isinstance(node, ast.BoolOp):
             if isinstance(node.op, ast.And):
                 return all(self._eval(v, env) for v in node.values)

@@ -18,6 +18,7 @@ from typing import Iterable, Protocol
 
 from kernels import targets, workloads
 from kernels.harness.settings import SettingsError, from_goal
+from kernels.limits import shape_problem
 from kernels.spec import SpecError, Tolerance
 from swarm import registry
 from swarm.agents.base import Context
@@ -117,6 +118,14 @@ def check_goal(goal: Goal) -> None:
         raise GoalError("population: must be at least 1")
     if not isinstance(goal.confirm_top, int) or isinstance(goal.confirm_top, bool) or goal.confirm_top < 0:
         raise GoalError("confirm_top: a whole number of candidates, 0 or more (0: no re-measurement)")
+    for field in ("shapes", "held_out"):
+        for text in getattr(goal, field):
+            try:
+                problem = shape_problem(wl, wl.shape_from_text(text))
+            except SpecError:
+                continue    # the parse error is reported below, with its field
+            if problem:
+                raise GoalError(f"{field}: {problem}")
     try:
         shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
         for s in goal.held_out:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 
 from kernels.spec import Constraint, DesignSpace, Param, Shape, SpecError
 
@@ -130,15 +131,31 @@ def parse_space(data: dict | None, template: DesignSpace, shapes: list[Shape], d
     return space
 
 
+CHECK_SECONDS = 2.0     # a validation's budget: what a keystroke in the editor may cost the server
+
+
 def _has_a_point(space: DesignSpace, shapes: list[Shape]) -> bool:
+    deadline = time.monotonic() + CHECK_SECONDS
+
+    def in_time():
+        if time.monotonic() > deadline:
+            raise SpaceError("constraints", f"checking the design space took more than {CHECK_SECONDS:g} s: "
+                                            "simplify the constraints or narrow the params")
     try:
         if space.size() <= ENUMERATE_LIMIT:
             names = space.names
-            for values in itertools.product(*(p.values() for p in space.params)):
+            for i, values in enumerate(itertools.product(*(p.values() for p in space.params))):
+                if i % 64 == 0:
+                    in_time()
                 if not space.violations(dict(zip(names, values)), shapes):
                     return True
             return False
-        return space.sample(random.Random(0), shapes, tries=20_000) is not None
+        rng = random.Random(0)
+        for i in range(0, 20_000, 200):
+            in_time()
+            if space.sample(rng, shapes, tries=200) is not None:
+                return True
+        return False
     except SpecError as exc:
         raise SpaceError("constraints", str(exc)) from None
 

@@ -23,7 +23,8 @@ from kernels.harness.outcome import EvalOutcome, Stage
 from kernels.harness.settings import EvalSettings, SettingsError, from_goal  # noqa: F401 (re-exported)
 from kernels.harness.static import check_source
 from kernels.harness.timing import speedups, summarize
-from kernels.spec import Workload
+from kernels.limits import shape_problem
+from kernels.spec import SpecError, Workload
 from kernels.targets.base import CompileFailure
 
 DEFAULT_TARGET = targets.names()[0]
@@ -134,6 +135,10 @@ class Evaluator:
     def _dynamic(self, ctx: phases.Ctx, stages, finish, resources) -> EvalOutcome:
         wl, s, tol = ctx.wl, ctx.settings, ctx.tol
         shape = s.timing_shape or wl.shapes.typical[0]
+        for asked in (shape, *s.extra_shapes, *(s.shapes or ())):
+            problem = shape_problem(wl, asked)
+            if problem:     # the caller's request, not the candidate's fault: nothing is allocated
+                raise SpecError(problem)
 
         # correctness
         t0 = time.monotonic()

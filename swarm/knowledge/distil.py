@@ -28,7 +28,8 @@ def distil(history: list[Candidate], *, workload: str, target: str, fingerprint:
     for rank_, c in enumerate(ranked(evaluated)[:3]):
         lessons.append(Lesson(kind="best_config", text=(
             f"#{rank_ + 1} at {shapes[0] if shapes else 'these shapes'}: {_fmt(c.params)} "
-            f"scored {c.score:.2f}x ({c.result.median_ms:.3f} ms)"),
+            f"scored {c.score:.2f}x ("
+            + (f"{c.result.median_ms:.3f} ms" if c.result.median_ms is not None else "not timed") + ")"),
             data={"subject": f"rank{rank_ + 1}", "params": c.params, "score": c.score,
                   "median_ms": c.result.median_ms, "speedup": c.result.speedup,
                   "custom_source": c.source if c.agent.startswith("llm") else None},

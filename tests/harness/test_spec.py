@@ -60,3 +60,27 @@ def test_params_must_be_macro_names():
 def test_constraints_over_shape_dims_wait_for_shapes():
     assert space().violations({"VEC": 16, "THREADS": 2, "ALGO": "a"}) == []
     assert space().sample(random.Random(2)) is not None
+
+
+@pytest.mark.parametrize("expr", ["'a' * 10 ** 18 == 'b'", "'a' * 10 ** 8 == 'b'", "'x' + 'y' == 'xy'"])
+def test_a_constraint_cannot_repeat_or_build_strings(expr):
+    with pytest.raises(SpecError, match="numbers only"):
+        Constraint(expr)
+
+
+def test_a_constraint_that_builds_a_huge_number_is_refused_not_computed():
+    import time
+    started = time.monotonic()
+    with pytest.raises(SpecError, match="2\\^256"):
+        Constraint("((10 ** 64) ** 64) ** 64 > VEC").evaluate({"VEC": 1})
+    assert time.monotonic() - started < 0.5
+
+
+def test_a_string_param_in_arithmetic_is_an_error_with_the_expression():
+    with pytest.raises(SpecError, match="numbers only"):
+        Constraint("ALGO * 3 == 'xxx'").evaluate({"ALGO": "x"})
+
+
+def test_a_very_long_constraint_is_refused():
+    with pytest.raises(SpecError, match="2000 characters"):
+        Constraint(" + ".join(["VEC"] * 1000) + " > 0")

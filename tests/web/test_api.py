@@ -575,3 +575,11 @@ def test_evaluation_settings_a_goal_may_not_hold_are_a_400_naming_the_key(erin, 
     assert resp.status_code == 400, resp.content
     assert resp.json()["field"] == key, resp.json()
     assert not m.Goal.objects.exists()
+
+
+def test_a_huge_shape_is_a_400_with_its_size_not_a_dead_worker(erin):
+    for path in ("/api/goals/validate", "/api/goals"):
+        resp = post(erin, path, {**GOAL, "shapes": ["99999999x99999999"]})
+        assert resp.status_code == 400, resp.content
+        assert resp.json()["field"] == "shapes" and "GiB" in resp.json()["error"]
+    assert not m.Goal.objects.exists()

@@ -63,10 +63,16 @@ def zip_name(kv) -> str:
 
 
 def zip_bytes(kv) -> bytes:
-    """source + manifest.json, in a folder named after the version."""
+    """The kernel as it builds and tests itself (kernels.bundle: tuned parameters baked in, a
+    header, the harness's build command, a test program) and its manifest, in a folder named
+    after the version."""
+    from kernels import bundle
     folder = f"{kv.workload}-{kv.target}-v{kv.version}"
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(f"{folder}/{disk.SOURCE_FILES[kv.target]}", kv.source)
-        z.writestr(f"{folder}/manifest.json", json.dumps(kv.manifest, indent=2, sort_keys=True))
+        for path, text in bundle.files(kv.workload, kv.target, kv.source, kv.params, kv.manifest).items():
+            info = zipfile.ZipInfo(f"{folder}/{path}")
+            info.external_attr = (0o755 if path.endswith(".sh") else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, text)
     return buf.getvalue()

@@ -256,26 +256,40 @@ def test_an_approved_candidate_is_rechecked_on_held_out_shapes_promoted_and_load
     prop.refresh_from_db()
     assert prop.state == "promoted", prop.reason
     cases = next(s for s in prop.recheck.outcome["stages"] if s["name"] == "correctness")["details"]["cases"]
-    assert {c["shape"] for c in cases if c["kind"] == "held_out"} == {"97x1000"}
+    # the goal's held-out shape, and the workload's own (always part of the gate's re-check)
+    assert {c["shape"] for c in cases if c["kind"] == "held_out"} == {"97x1000", "4096x2048", "333x3001"}
     kv = KernelVersion.objects.get()
     assert (kv.workload, kv.target, kv.version, kv.champion, kv.shape_bucket) == ("softmax", "cpu", 1, True, "2^8x2^10")
     assert actions(prop) == ["propose", "approve", "recheck_passed", "promote"]
     assert AuditEntry.objects.filter(action="reevaluate", candidate=cand).exists()
     m = kv.manifest
     assert m["source_sha256"] == library.sha256(cand.source) and m["params"] == cand.params
-    assert m["held_out_recheck"]["status"] == "ok" and m["held_out_recheck"]["shapes"] == ["97x1000"]
+    assert m["held_out_recheck"]["status"] == "ok" and m["held_out_recheck"]["shapes"] == ["97x1000", "4096x2048",
+                                                                                          "333x3001"]
     assert [a["reviewer"] for a in m["approvals"]] == ["bob"] and m["approvals"][0]["comment"] == "ship it"
     assert m["target_fingerprint"]["target"] == "cpu" and len(m["evaluations"]) == 2
 
-    # the download: source + manifest, the manifest the page shows
+    # the download: the kernel as it builds (tuned params baked in), its header, the build
+    # command and a test program, and the manifest the page shows; built and run as shipped
     login(client, people["victor"])
     resp = client.get(f"/library/{kv.id}/download/")
     assert resp["Content-Type"] == "application/zip"
     assert resp["Content-Disposition"] == 'attachment; filename="softmax-cpu-v1.zip"'
     z = zipfile.ZipFile(io.BytesIO(resp.content))
-    assert sorted(z.namelist()) == ["softmax-cpu-v1/kernel.c", "softmax-cpu-v1/manifest.json"]
-    assert z.read("softmax-cpu-v1/kernel.c").decode() == cand.source
+    names = set(z.namelist())
+    assert {"softmax-cpu-v1/kernel.c", "softmax-cpu-v1/kernel.h", "softmax-cpu-v1/build.sh", "softmax-cpu-v1/test.c",
+            "softmax-cpu-v1/manifest.json"} <= names
+    shipped = z.read("softmax-cpu-v1/kernel.c").decode()
+    assert shipped.endswith(cand.source)
+    assert all(f"#define {k} {v}" in shipped for k, v in cand.params.items() if isinstance(v, int))
     assert json.loads(z.read("softmax-cpu-v1/manifest.json")) == json.loads(json.dumps(m))
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as unpacked:
+        z.extractall(unpacked)
+        built = subprocess.run(["sh", f"{unpacked}/softmax-cpu-v1/build.sh"], capture_output=True, text=True,
+                               timeout=120)
+        assert built.returncode == 0 and built.stdout.strip().endswith("ok"), built.stdout + built.stderr
     page = client.get("/library/").content.decode()
     assert "v1</a>" in page and "champion" in page and "2^8x2^10" in page
     assert m["source_sha256"] in client.get(f"/library/{kv.id}/").content.decode()

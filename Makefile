@@ -30,6 +30,7 @@ run: migrate
 	@PORT=$(PORT) $(PY) manage.py serve --port $(PORT)
 
 test: setup $(CHROMIUM)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 # Production mode on this host against a running PostgreSQL and Redis: migrate, collect the static

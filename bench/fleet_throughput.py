@@ -25,7 +25,6 @@ import platform
 import statistics
 import sys
 import tempfile
-import time
 from datetime import date
 from pathlib import Path
 

@@ -162,7 +162,7 @@ def markdown(result: dict, html_name: str | None = None) -> str:
               f"- Host: `{host['hostname']}`, {fp.get('cpu_model')}, {fp.get('cores')} cores, "
               f"LLC {fp.get('llc_bytes', 0) >> 20} MiB, {fp.get('compiler')}; "
               f"AVX-512: {'yes' if 'avx512f' in fp.get('cpu_flags', []) else 'no'}",
-              f"- Versions: " + ", ".join(f"{k} {v}" for k, v in host["versions"].items()),
+              "- Versions: " + ", ".join(f"{k} {v}" for k, v in host["versions"].items()),
               f"- Load average at start: {host['load_average_at_start']}"
               + (" — **the host was shared with other work: timings are noisy**" if noisy else ""),
               f"- OpenBLAS variables in the bench process: {host['openblas_env_of_bench_process']}; "

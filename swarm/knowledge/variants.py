@@ -8,7 +8,7 @@ its run. Its variant is named ``llm_r<run>_c<candidate>``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from kernels.spec import DesignSpace, Param, Template

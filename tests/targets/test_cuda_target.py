@@ -257,21 +257,21 @@ def test_the_evaluator_ends_at_compiled_only_with_resources(variant):
 
 @needs_nvcc
 def test_the_evaluator_reports_a_spilling_kernel_as_audit_failed():
-    src = f"""#include <stdint.h>
-extern "C" __global__ __launch_bounds__(1024, 2) void kernel(const float *x, float *y, int64_t rows, int64_t cols) {{
+    src = """#include <stdint.h>
+extern "C" __global__ __launch_bounds__(1024, 2) void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
     float acc[64];
 #pragma unroll
     for (int k = 0; k < 64; k++) acc[k] = x[k * cols + threadIdx.x];
 #pragma unroll
-    for (int it = 0; it < 4; it++) {{
+    for (int it = 0; it < 4; it++) {
 #pragma unroll
         for (int k = 0; k < 64; k++) acc[k] = acc[k] * acc[(k + 1) % 64] + acc[(k + 7) % 64];
-    }}
+    }
     float s = 0;
 #pragma unroll
     for (int k = 0; k < 64; k++) s += acc[k];
     y[threadIdx.x] = s;
-}}
+}
 """
     outcome = Evaluator(EvalSettings()).evaluate(src, {}, "softmax", "cuda")
     assert outcome.status == "audit_failed", outcome.reason

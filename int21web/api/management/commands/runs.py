@@ -4,7 +4,7 @@
 import sys
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from int21web.accounts.roles import require
 from int21web.api import cli, selectors

@@ -466,6 +466,28 @@ class Workload:
     def output_names(self) -> list[str]:
         return [a.name for a in self.args if a.kind == "out"]
 
+    def describe(self) -> dict:
+        """The workload as JSON for people: ABI, tolerance, shapes, each target's signature and
+        design space, baselines (the workloads page, the API's /api/workloads, `manage.py workloads`)."""
+        from kernels import targets   # the registry imports the targets, which import this module
+        return {
+            "name": self.name,
+            "description": self.description,
+            "args": [{"name": a.name, "kind": a.kind} for a in self.args],
+            "tolerance": self.tolerance.describe(),
+            "distributions": list(self.distributions),
+            "shapes": {k: [s.label() for s in getattr(self.shapes, k)]
+                       for k in ("typical", "awkward", "minimal", "held_out")},
+            "targets": {
+                name: {"signature": self.signature(name), "variants": list(t.variants),
+                       "space": t.space.to_json(), "space_size": t.space.size()}
+                for name, t in self.templates.items()
+            },
+            "baselines": [f"{b.name} ({tname}{', strong' if b.strong else ''}{', opt-in' if not b.default else ''})"
+                          for tname, bl in self.baselines.items() for b in bl],
+            "available_targets": targets.names(),
+        }
+
 
 def rng_for(seed: int, shape: Shape, distribution: str) -> np.random.Generator:
     """A generator that depends on everything that identifies an input case."""

@@ -1,6 +1,7 @@
 """The goal editor's form: scalar fields through a Django form, the design space as rows
 (``space-p-<i>-name|kind|low|high|step|choices`` and ``space-c-<i>-expr|message``) checked by
-``swarm.space.parse_space``; every error is keyed by the form field it belongs to."""
+``swarm.space.parse_space``; every error is keyed by the form field it belongs to. Also the run
+page's guidance form, parsed into a directive (``directive_from``)."""
 from __future__ import annotations
 
 from django import forms
@@ -194,3 +195,37 @@ def editor_rows(workload: str, target: str, space: dict | None) -> dict:
             p["choices"] = ", ".join(map(str, p["choices"]))
     return {"params": params, "constraints": constraints, "template": tpl.space.to_json(), "dims": dims,
             "kinds": ["int", "choice", "bool", "variant"]}
+
+
+# --------------------------------------------------------------------------- guidance
+
+def _value(text: str):
+    text = (text or "").strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def directive_from(data) -> dict:
+    """The guidance form's fields as a directive (``swarm.guidance.validate`` checks it, through the
+    service)."""
+    op = data.get("op", "")
+    d: dict = {"op": op}
+    if op in ("pin", "forbid"):
+        d.update(param=data.get("param", "").strip(), value=_value(data.get("value", "")))
+    elif op == "narrow":
+        d.update(param=data.get("param", "").strip(),
+                 values=[_value(v) for v in data.get("value", "").split(",") if v.strip()])
+    elif op in ("favour", "mute"):
+        d["agent"] = data.get("agent", "").strip()
+    elif op == "target":
+        d["speedup"] = _value(data.get("value", ""))
+    elif op == "note":
+        d["text"] = data.get("text", "").strip()
+    if data.get("text", "").strip() and op != "note":
+        d["note"] = data["text"].strip()[:500]
+    return d

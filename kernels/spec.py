@@ -454,6 +454,11 @@ class Workload:
             raise SpecError(f"shape {text!r}: dims must be >= 1")
         return Shape(tuple(zip(self.shape_dims, values)))
 
+    def goal_shapes(self, texts: Iterable[str] = ()) -> list[Shape]:
+        """The shapes a goal names (as text, the first is timed), or else the workload's typical
+        shape: what a run searches on, its lessons are keyed by and its space is checked against."""
+        return [self.shape_from_text(s) for s in texts] or [self.shapes.typical[0]]
+
     def template(self, target: str) -> Template:
         try:
             return self.templates[target]

@@ -117,7 +117,7 @@ def check_goal(goal: Goal) -> None:
     if not isinstance(goal.confirm_top, int) or isinstance(goal.confirm_top, bool) or goal.confirm_top < 0:
         raise GoalError("confirm_top: a whole number of candidates, 0 or more (0: no re-measurement)")
     try:
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        shapes = wl.goal_shapes(goal.shapes)
         for s in goal.held_out:
             wl.shape_from_text(s)
         space = goal_space(goal, wl, tpl, shapes)
@@ -185,7 +185,7 @@ class Engine:
         goal = run.goal
         wl = workloads.get(goal.workload)
         tpl = self._template(goal, wl)
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        shapes = wl.goal_shapes(goal.shapes)
         base_space = goal_space(goal, wl, tpl, shapes)
         steering = self._steering(run, base_space)
         history = self.store.candidates(run_id)
@@ -422,7 +422,7 @@ class Engine:
     def _distil(self, run: RunRecord, evaluated: list[Candidate]) -> None:
         goal = run.goal
         wl = workloads.get(goal.workload)
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        shapes = wl.goal_shapes(goal.shapes)
         lessons = distil(evaluated, workload=goal.workload, target=goal.target, fingerprint=self.fingerprint,
                          shapes=shapes, run_id=run.id)
         lessons += promote(evaluated, lessons, self._template(goal, wl), run_id=run.id, shapes=shapes,
@@ -484,7 +484,7 @@ class Engine:
 
     def _lessons(self, goal: Goal, shapes=None):
         wl = workloads.get(goal.workload)
-        shapes = shapes or ([wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]])
+        shapes = shapes or wl.goal_shapes(goal.shapes)
         return self.knowledge.relevant(goal.workload, goal.target, self.fingerprint, shapes, 20)
 
     def _cache_key(self, goal: Goal, c: Candidate) -> str:

@@ -71,8 +71,7 @@ def shape_bucket_of(spec: dict) -> str:
     """The bucket of the shape the goal timed (its first shape, else the workload's typical)."""
     from kernels import workloads
     wl = workloads.get(spec["workload"])
-    shapes = spec.get("shapes") or []
-    return disk.shape_bucket(wl.shape_from_text(shapes[0]) if shapes else wl.shapes.typical[0])
+    return disk.shape_bucket(wl.goal_shapes((spec.get("shapes") or [])[:1])[0])
 
 
 def approvals(proposal: Proposal):

@@ -153,7 +153,7 @@ def space_of(goal: Goal):
     from swarm.knowledge.variants import template_for
     from swarm.space import goal_space
     wl = workloads.get(goal.workload)
-    shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+    shapes = wl.goal_shapes(goal.shapes)
     return goal_space(goal, wl, template_for(goal, wl, DjangoKnowledge(), fingerprint_key(goal.target)), shapes)
 
 

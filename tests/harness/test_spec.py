@@ -60,3 +60,10 @@ def test_params_must_be_macro_names():
 def test_constraints_over_shape_dims_wait_for_shapes():
     assert space().violations({"VEC": 16, "THREADS": 2, "ALGO": "a"}) == []
     assert space().sample(random.Random(2)) is not None
+
+
+def test_a_goal_without_shapes_searches_the_typical_one():
+    from kernels import workloads
+    wl = workloads.get("softmax")
+    assert wl.goal_shapes([]) == [wl.shapes.typical[0]]
+    assert wl.goal_shapes(["64x256", "32x128"]) == [Shape.of(rows=64, cols=256), Shape.of(rows=32, cols=128)]

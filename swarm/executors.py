@@ -1,7 +1,7 @@
 """Executors that evaluate in this process's own sandboxes (tests, CLI without a broker).
 
-The Django/Celery executor lives in ``int21web/swarm/executor.py``; both go through the
-same harness, so a verdict does not depend on which one ran it.
+The Django/Celery executor lives in ``int21web/runs/celery_executor.py``; both go through
+the same harness, so a verdict does not depend on which one ran it.
 """
 from __future__ import annotations
 

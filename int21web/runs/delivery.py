@@ -3,7 +3,7 @@ conditional finish (see ``Evaluation``'s docstring for the rules).
 
 A worker may receive an evaluation twice (acks_late redelivery, a re-publish after the
 broker restarted) or vanish in the middle of one (kill -9, a lost host). The row insert is the
-claim; the evaluating process beats a heartbeat; the orchestrator (``executor.CeleryExecutor``)
+claim; the evaluating process beats a heartbeat; the orchestrator (``celery_executor.CeleryExecutor``)
 re-queues an attempt whose heartbeat went stale under the next attempt number.
 """
 from __future__ import annotations

@@ -29,7 +29,7 @@ def fingerprint_key(target: str) -> str:
 
 
 def engine_for(goal: Goal, *, executor=None, also=None) -> Engine:
-    from int21web.runs.executor import CeleryExecutor
+    from int21web.runs.celery_executor import CeleryExecutor
     return Engine(DjangoStore(), executor or CeleryExecutor(), DjangoKnowledge(), DjangoEventSink(also=also),
                   fingerprint=fingerprint_key(goal.target))
 
@@ -81,7 +81,7 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
 def run_recover(*, grace_seconds: float = 60.0) -> list[int]:
     """Queue the driver of every running run that nobody drives (its driver's process died or
     its message was lost); a duplicate finds the lease taken and returns. The orchestrate
-    workers call this periodically (``runs.worker``)."""
+    workers call this periodically (``runs.recovery``)."""
     stale = Now() - timedelta(seconds=grace_seconds)
     ids = list(m.Run.objects.filter(state="running").filter(
         Q(lease_until__isnull=True, updated_at__lt=stale) | Q(lease_until__lt=stale)).values_list("id", flat=True))

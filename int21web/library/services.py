@@ -1,6 +1,6 @@
 """Writes of the review gate and the kernel library, named <entity>_<action>.
 
-Rules (issue 4, DESIGN §8): a candidate that meets its goal may be proposed (engineer);
+Rules (issue 4; docs/ARCHITECTURE.md, "How a kernel reaches the library"): a candidate that meets its goal may be proposed (engineer);
 reviewers approve or request changes with a comment; the goal's ``required_approvals``
 count; nobody approves a candidate from a run they started; an approval is dismissed when
 the candidate is re-evaluated with a different result; before promotion the candidate is

@@ -13,6 +13,7 @@ import hashlib
 import json
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
@@ -180,6 +181,8 @@ class Engine:
     # ------------------------------------------------------------------ one generation
 
     def step(self, run_id: int) -> None:
+        """One generation: plan it (or finish the run when a stop rule holds) → admit the
+        agents' drafts as candidates → evaluate them → credit the agents → close it."""
         t0 = self.clock()
         run = self.store.load_run(run_id)
         goal = run.goal
@@ -193,19 +196,39 @@ class Engine:
         stop = self._stop_reason(run, evaluated, steering)
         if stop:
             return self._finish(run, evaluated, stop)
+        gen = self._plan(run, self._context(run, wl, tpl, shapes, steering, base_space, history, evaluated),
+                         steering, evaluated)
+        cands = self._admit(gen, self._proposals(run_id, gen.ctx, gen.agents, gen.ordered, gen.slots))
+        self._evaluate(run, cands, evaluated)
+        history = self.store.candidates(run_id)
+        improved = self._credit(gen.stats, history, cands, evaluated)
+        self._reflect(run_id, gen.ctx, gen.agents, history, cands)
+        self._close(run_id, gen, history, cands, improved, t0)
 
+    # ------------------------------------------------------------------ a generation's phases
+
+    def _context(self, run: RunRecord, wl, tpl, shapes, steering: Steering, base_space, history: list[Candidate],
+                 evaluated: list[Candidate]) -> Context:
+        """What the agents see this generation: the space as steered, the history and its
+        elites, the lessons, the run's model when an agent needs one."""
+        goal, run_id = run.goal, run.id
         space = steering.restrict(base_space)
-        stats = {a: AgentStats(**{k: v for k, v in s.items() if k != "payoff"}) for a, s in run.agent_stats.items()}
-        remaining = goal.budget.evaluations - len(evaluated)
-        slots = min(goal.population, remaining)
-        rng = random.Random(f"{goal.seed}:{run.generation}")
-        lessons = [] if goal.cold else self._lessons(goal, shapes)
         ctx = Context(goal=goal, workload=wl, template=tpl, space=space, shapes=shapes, history=evaluated,
-                      elites=elites(evaluated, max(4, goal.population)), lessons=lessons, rng=rng,
+                      elites=elites(evaluated, max(4, goal.population)),
+                      lessons=[] if goal.cold else self._lessons(goal, shapes),
+                      rng=random.Random(f"{goal.seed}:{run.generation}"),
                       generation=run.generation, seen={c.key for c in history}, notes=steering.notes,
                       run_id=run_id, emit=lambda kind, **data: self._emit(run_id, kind, **data),
                       outcome=getattr(self.store, "outcome", lambda candidate_id: None),
                       natural=self._natural(goal.target, space))
+        return ctx
+
+    def _plan(self, run: RunRecord, ctx: Context, steering: Steering, evaluated: list[Candidate]) -> _Generation:
+        """Who proposes how many: the agents able to act share the generation's slots by their
+        payoff (the bandit), the favoured first. Emits ``generation_started``."""
+        goal, run_id = run.goal, run.id
+        stats = {a: AgentStats(**{k: v for k, v in s.items() if k != "payoff"}) for a, s in run.agent_stats.items()}
+        slots = min(goal.population, goal.budget.evaluations - len(evaluated))
         agents = {name: registry.get(name) for name in goal.team}
         if any(getattr(a, "needs_model", False) for a in agents.values()):
             ctx.llm = self.llm_factory(goal, run.llm_usage, ctx.emit)
@@ -220,29 +243,34 @@ class Engine:
         allocation = allocate(stats, able, slots, favoured=favoured, muted=steering.muted)
         allocation.update({a: 0 for a in goal.team if a not in allocation})
         self._emit(run_id, "generation_started", generation=run.generation, allocation=allocation)
-
         # The favoured agents' proposals go first: the generation is evaluated in this order
         # (one worker evaluates one candidate after another), so a warm start's remembered
         # best, or the agent a person favoured, is measured before the rest.
         ordered = {a: allocation[a] for a in sorted(allocation, key=lambda a: a not in favoured)}
-        drafts = self._proposals(run_id, ctx, agents, ordered, slots)
+        return _Generation(ctx=ctx, agents=agents, stats=stats, allocation=allocation, ordered=ordered, slots=slots)
+
+    def _admit(self, gen: _Generation, drafts: list[CandidateDraft]) -> list[Candidate]:
+        """The drafts as the run's new candidates, each announced; a draft whose key the run
+        already has is dropped (the store refuses it)."""
+        ctx = gen.ctx
         cands = []
         for d in drafts:
-            source = d.source or tpl.source(tpl.variant_of(d.params))
+            source = d.source or ctx.template.source(ctx.template.variant_of(d.params))
             key = candidate_key(source, d.params)
-            c = self.store.add_candidate(run_id, run.generation, d, source, key)
+            c = self.store.add_candidate(ctx.run_id, ctx.generation, d, source, key)
             if c is None:
                 continue
             ctx.seen.add(key)
             cands.append(c)
-            self._emit(run_id, "candidate_proposed", candidate_id=c.id, generation=run.generation, agent=c.agent,
-                       rationale=c.rationale, params=c.params, parents=c.parents)
-        self._evaluate(run, cands, evaluated)
+            self._emit(ctx.run_id, "candidate_proposed", candidate_id=c.id, generation=ctx.generation,
+                       agent=c.agent, rationale=c.rationale, params=c.params, parents=c.parents)
+        return cands
 
-        # credit, survivors, lessons
-        history = self.store.candidates(run_id)
-        evaluated_now = [c for c in history if c.result is not None]
-        best_before = max((c.score for c in evaluated), default=0.0)
+    def _credit(self, stats: dict, history: list[Candidate], cands: list[Candidate],
+                evaluated_before: list[Candidate]) -> bool:
+        """Each agent's payoff, decayed, plus this generation's judged candidates: a new best of
+        the run counts 1, a clear gain over a parent 0.5. True when the run's best improved."""
+        best_before = max((c.score for c in evaluated_before), default=0.0)
         by_id = {c.id: c for c in history}
         improved = False
         for a in stats.values():
@@ -259,11 +287,18 @@ class Engine:
                 improved = True
             s.improvements += gain
             s.total_improvements += int(gain > 0)
-        self._reflect(run_id, ctx, agents, history, cands)
+        return improved
+
+    def _close(self, run_id: int, gen: _Generation, history: list[Candidate], cands: list[Candidate],
+               improved: bool, t0: float) -> None:
+        """Store the run's new state (agent stats, LLM ledger, stagnation, best, time spent)
+        and the generation's summary; emit ``generation_finished``; lessons every 5th."""
+        evaluated_now = [c for c in history if c.result is not None]
+        by_id = {c.id: c for c in history}
         run = self.store.load_run(run_id)
-        run.agent_stats = {a: s.to_json() for a, s in stats.items()}
-        if isinstance(ctx.llm, LLMSession):
-            run.llm_usage = dict(ctx.llm.usage)
+        run.agent_stats = {a: s.to_json() for a, s in gen.stats.items()}
+        if isinstance(gen.ctx.llm, LLMSession):
+            run.llm_usage = dict(gen.ctx.llm.usage)
         run.stagnant = 0 if improved else run.stagnant + 1
         best = next(iter(ranked(evaluated_now)), None)
         run.best_id = best.id if best else None
@@ -271,14 +306,14 @@ class Engine:
         run.active_seconds += self.clock() - t0
         summary = {
             "proposed": len(cands),
-            "statuses": _count(c.result.status for c in (by_id[x.id] for x in cands) if c.result),
+            "statuses": dict(Counter(c.result.status for c in (by_id[x.id] for x in cands) if c.result)),
             "best_score": best.score if best else 0.0,
             "evaluations": len(evaluated_now),
-            "payoff": {a: round(s.payoff(), 4) for a, s in stats.items()},
+            "payoff": {a: round(s.payoff(), 4) for a, s in gen.stats.items()},
         }
-        self.store.save_generation(run_id, run.generation - 1, allocation, summary)
+        self.store.save_generation(run_id, run.generation - 1, gen.allocation, summary)
         self.store.save_run(run)
-        self._emit(run_id, "generation_finished", generation=run.generation - 1, allocation=allocation,
+        self._emit(run_id, "generation_finished", generation=run.generation - 1, allocation=gen.allocation,
                    summary=summary)
         if run.generation % 5 == 0:
             self._distil(run, evaluated_now)
@@ -496,8 +531,15 @@ class Engine:
         self.sink.emit(run_id, make_event(event_kind, **data))
 
 
-def _count(items) -> dict:
-    out: dict = {}
-    for i in items:
-        out[i] = out.get(i, 0) + 1
-    return out
+
+@dataclass
+class _Generation:
+    """A planned generation: the agents' context, the agents, their stats (credited in place),
+    the slots each was given (``allocation``; ``ordered``: the favoured first)."""
+
+    ctx: Context
+    agents: dict
+    stats: dict
+    allocation: dict
+    ordered: dict
+    slots: int

@@ -18,18 +18,17 @@ from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
 from kernels import targets, workloads
-from kernels.spec import SpecError, Tolerance
 from swarm import registry
 from swarm.agents.base import Context
 from swarm.events import make_event
+from swarm.goals import GoalError, check_goal  # noqa: F401  (GoalError: callers import it from here too)
 from swarm.guidance import Steering, validate
 from swarm.knowledge.distil import distil, ranked
 from swarm.knowledge.variants import promote, template_for
-from swarm.llm.config import LLMConfigError, validate_goal_llm
 from swarm.llm.session import LLMSession, open_session
 from swarm.selection import elites
 from swarm.selection.bandit import AgentStats, allocate
-from swarm.space import SpaceError, goal_space
+from swarm.space import goal_space
 from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
 
 
@@ -86,54 +85,6 @@ class Executor(Protocol):
 # A run's best few are measured this many more times before it ends (see Engine._confirm).
 CONFIRM_EXTRA = 2
 CONFIRM_PASSES = 4
-
-
-class GoalError(ValueError):
-    """A goal that cannot run; the message names the field."""
-
-
-def check_goal(goal: Goal) -> None:
-    try:
-        wl = workloads.get(goal.workload)
-        tpl = wl.template(goal.target)
-        for s in goal.shapes:
-            wl.shape_from_text(s)
-    except SpecError as exc:
-        raise GoalError(str(exc)) from None
-    try:
-        validate_goal_llm(goal.llm)
-    except LLMConfigError as exc:
-        raise GoalError(str(exc)) from None
-    for name in goal.team:
-        try:
-            registry.get(name)
-        except registry.UnknownAgent as exc:
-            raise GoalError(f"team: {exc}") from None
-    if not goal.team:
-        raise GoalError("team: a run needs at least one agent")
-    if goal.budget.evaluations < 1:
-        raise GoalError("budget.evaluations: must be at least 1")
-    if goal.population < 1:
-        raise GoalError("population: must be at least 1")
-    if not isinstance(goal.confirm_top, int) or isinstance(goal.confirm_top, bool) or goal.confirm_top < 0:
-        raise GoalError("confirm_top: a whole number of candidates, 0 or more (0: no re-measurement)")
-    try:
-        shapes = wl.goal_shapes(goal.shapes)
-        for s in goal.held_out:
-            wl.shape_from_text(s)
-        space = goal_space(goal, wl, tpl, shapes)
-    except SpecError as exc:
-        raise GoalError(f"held_out: {exc}") from None
-    except SpaceError as exc:
-        raise GoalError(f"space.{exc}") from None
-    if goal.tolerance is not None:
-        try:
-            Tolerance(**goal.tolerance)
-        except TypeError as exc:
-            raise GoalError(f"tolerance: {exc}") from None
-    for k, v in goal.pins.items():
-        if k not in space.names or space.param(k).check(v):
-            raise GoalError(f"pins: {k}={v!r} is not a legal value of the design space")
 
 
 class Engine:

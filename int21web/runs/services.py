@@ -18,7 +18,8 @@ from int21web.runs.store import DjangoEventSink, DjangoKnowledge, DjangoStore, g
 from kernels import targets
 from kernels.harness.evaluator import Evaluator
 from swarm.executors import eval_settings
-from swarm.generation import Engine, GoalError, check_goal
+from swarm.generation import Engine
+from swarm.goals import GoalError, check_goal
 from swarm.guidance import validate
 from swarm.types import Goal, Result
 

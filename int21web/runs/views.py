@@ -8,7 +8,7 @@ from int21web.accounts.roles import has_role, role_required
 from int21web.runs import forms, selectors, services
 from int21web.runs import models as m
 from int21web.runs.store import goal_from
-from swarm.generation import GoalError
+from swarm.goals import GoalError
 from swarm.guidance import OPS, GuidanceError
 
 

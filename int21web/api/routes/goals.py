@@ -44,7 +44,7 @@ def goal_create(request, payload: GoalIn):
 def goal_validate(request, payload: GoalCheckIn):
     need(request, "viewer", "checking a goal")
     goal = goal_of(payload)
-    from swarm.generation import check_goal
+    from swarm.goals import check_goal
     check_goal(goal)
     space = services.space_of(goal)
     return {"ok": True, "space": space.to_json(), "space_size": space.size()}

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from int21web.runs import models as m
 from int21web.runs import services
 from int21web.runs.embedded import embedded_worker
-from swarm.generation import GoalError
+from swarm.goals import GoalError
 from swarm.progress import RunProgress
 from swarm.types import Budget, Goal
 

@@ -114,6 +114,16 @@ def test_every_source_passes_the_static_checks(name):
             assert check_source(tpl.source(variant), LANGUAGE[target]) == [], (target, variant)
 
 
+@pytest.mark.parametrize("name, variant", [(n, v) for n, v in cpu_variants()
+                                           if "VEC" in workloads.get(n).template("cpu").space.names])
+def test_a_cpu_template_takes_its_vector_vocabulary_from_the_harness_header(name, variant):
+    """<int21/vec.h> is the one copy of vf, its loads, stores and tail masks at VEC lanes (a
+    template whose width is a VEC knob; matmul's follows the compiler's target instead)."""
+    source = workloads.get(name).template("cpu").source(variant)
+    own = re.findall(r"typedef\s+__m(?:256|512)\s+\w+;|#define\s+(?:VLOAD|VSTORE|VSTREAM|LOAD|STORE\w*)\b", source)
+    assert own == [], own
+
+
 @pytest.mark.parametrize("name, best", measured("best"))
 def test_the_measured_points_are_legal_at_the_typical_shapes(name, best):
     wl = workloads.get(name)

@@ -52,6 +52,13 @@ def points_id(p: dict) -> str:
     return "-".join(f"{k}{v}" for k, v in p.items())
 
 
+def judge(name: str, point: dict, evaluator):
+    """The CPU template's variant of ``point``, judged at ``point``."""
+    wl = workloads.get(name)
+    tpl = wl.template("cpu")
+    return evaluator.evaluate(tpl.source(tpl.variant_of(point)), point, wl, "cpu")
+
+
 @pytest.fixture(scope="module")
 def evaluator():
     return Evaluator(EvalSettings(timing=False))
@@ -148,32 +155,25 @@ def test_every_cpu_seed_is_correct_on_every_case(evaluator, name, variant):
 @pytest.mark.parametrize("name, point", [(n, p) for n, others in measured("others") for p in others],
                          ids=lambda x: points_id(x) if isinstance(x, dict) else x)
 def test_tuned_points_are_correct(evaluator, name, point):
-    wl = workloads.get(name)
-    tpl = wl.template("cpu")
-    out = evaluator.evaluate(tpl.source(tpl.variant_of(point)), point, wl, "cpu")
+    out = judge(name, point, evaluator)
     assert out.status == "ok", out.reason
 
 
 @pytest.mark.parametrize("name, best", measured("best"))
 def test_the_best_point_is_correct_on_held_out_shapes_too(name, best):
-    wl = workloads.get(name)
-    tpl = wl.template("cpu")
-    ev = Evaluator(EvalSettings(timing=False, extra_shapes=POINTS[name].held_out))
-    out = ev.evaluate(tpl.source(tpl.variant_of(best)), best, wl, "cpu")
+    out = judge(name, best, Evaluator(EvalSettings(timing=False, extra_shapes=POINTS[name].held_out)))
     assert out.status == "ok", out.reason
 
 
 @pytest.mark.parametrize("name, best", measured("best"))
 def test_the_best_point_is_timed_against_the_baselines(name, best):
-    wl = workloads.get(name)
-    tpl = wl.template("cpu")
     ev = Evaluator(EvalSettings(seeds=1, shapes=POINTS[name].timed_shapes, min_calls=10, timing_budget_s=0.5))
-    out = ev.evaluate(tpl.source(tpl.variant_of(best)), best, wl, "cpu")
+    out = judge(name, best, ev)
     # The physics check holds the time against this host's copy bandwidth, measured once per
     # cache under whatever load the host had then: a busy host can under-measure it and flag
     # an honest memory-bound kernel. The output at the timing shape was verified before that check.
     assert out.status == "ok" or (out.status == "suspicious" and "bandwidth ceiling" in out.reason), out.reason
-    print(f"\n{name} {best} at {wl.shapes.typical[0]}: {out.reason} speedups {out.speedup}")
+    print(f"\n{name} {best} at {workloads.get(name).shapes.typical[0]}: {out.reason} speedups {out.speedup}")
     assert out.speedup.get("numpy", 0) > 1.0, out.speedup
 
 

@@ -1,7 +1,8 @@
 """rmsnorm, what is particular to it (test_contract.py runs every workload through the
 common checks: inputs, reference, spaces, seeds, the points in points.py, AVX-512, CUDA):
-the reference against an independent formula, its edge inputs, counts and defaults, why the
-constraints refuse, launch geometry, and naive kernels rejected where intended."""
+the reference against an independent formula, and its edge inputs, and
+naive kernels rejected where intended.
+(What it shares with the other row-wise normalisations: test_rowwise.py.)"""
 import math
 
 import numpy as np
@@ -12,8 +13,6 @@ from kernels.harness.verify import compare
 from kernels.spec import Shape
 
 WL = workloads.get("rmsnorm")
-CPU = WL.template("cpu")
-CUDA = WL.template("cuda")
 
 NAIVE_EPS_OUTSIDE_SQRT = r"""
 #include <math.h>
@@ -63,34 +62,6 @@ def test_inputs_have_the_abis_shapes_and_cover_the_edges():
     ref = WL.reference(deg, Shape.of(rows=8, cols=64))["y"]
     assert (deg["x"][0] == 0).all() and (ref[0] == 0).all()     # a zero row gives zeros, not NaN
     assert np.ptp(deg["x"][1]) == 0 and deg["x"][1, 0] != 0       # a constant row
-
-
-def test_counts_and_output_shapes():
-    s = Shape.of(rows=4096, cols=4096)
-    assert WL.out_shapes(s) == {"y": (4096, 4096)}
-    assert WL.flops(s) > 4 * 4096 * 4096 - 1 and WL.bytes_moved(s) == 4.0 * (2 * 4096 * 4096 + 4096)
-    assert WL.signature("cpu") == ("void kernel(const float *x, const float *w, float *y, "
-                                   "int64_t rows, int64_t cols, float eps)")
-
-
-# --------------------------------------------------------------------------- design spaces
-
-def test_the_defaults_are_the_plain_seed():
-    d = CPU.space.default()
-    assert d["THREADS"] == 1 and d["VEC"] == 1 and d["NT"] == 0 and d["ALGO"] == "two_pass"
-
-
-def test_constraints_say_why():
-    bad = {**CPU.space.default(), "NT": 1}
-    assert any("non-temporal" in p for p in CPU.space.violations(bad, list(WL.shapes.typical)))
-    crowded = {**CPU.space.default(), "THREADS": 8, "CHUNK": 64}
-    assert any("threads would get no work" in p for p in CPU.space.violations(crowded, [Shape.of(rows=67, cols=1013)]))
-
-
-def test_cuda_launch_geometry():
-    s = Shape.of(rows=333, cols=3001)
-    assert CUDA.launch(s, {"ALGO": "rowwise", "BLOCK": 512, "VEC": 4}) == ((333, 1, 1), (512, 1, 1), 0)
-    assert CUDA.launch(s, {"ALGO": "warp", "BLOCK": 256, "VEC": 1}) == ((42, 1, 1), (256, 1, 1), 0)
 
 
 # --------------------------------------------------------------------------- wrong kernels

@@ -4,6 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: run test setup migrate bench bench-harness clean prod bench-fleet bench-gpu
@@ -13,6 +14,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $(STAMP)
+
+# The benchmarks' own requirements, on top of the product's: make bench and make test, not make run.
+$(BENCH_STAMP): requirements-bench.txt $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	@touch $(BENCH_STAMP)
 
 # The browser tests drive Debian's Chromium (Playwright, executable_path); installed once.
 $(CHROMIUM):
@@ -29,7 +35,8 @@ run: migrate
 	@if [ "$${DEBUG:-true}" != "false" ]; then $(PY) manage.py demo; fi
 	@PORT=$(PORT) $(PY) manage.py serve --port $(PORT)
 
-test: setup $(CHROMIUM)
+test: setup $(BENCH_STAMP) $(CHROMIUM)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 # Production mode on this host against a running PostgreSQL and Redis: migrate, collect the static
@@ -41,11 +48,12 @@ prod: setup
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/honcho start -f Procfile -p $(PORT)
 
-bench-fleet: setup
-	$(PY) bench/fleet_throughput.py $(BENCH_ARGS)
+# The benchmarks: python -m bench <benchmark> (python -m bench -h lists them).
+bench-fleet: setup $(BENCH_STAMP)
+	$(PY) -m bench fleet $(BENCH_ARGS)
 
-bench: setup
-	$(PY) manage.py bench $(BENCH_ARGS)
+bench: setup $(BENCH_STAMP)
+	$(PY) -m bench peers $(BENCH_ARGS)
 
 # The device campaign (docs/gpu.md): on a GPU host with the image's python3 (torch, CuPy); here
 # `make bench-gpu BENCH_ARGS=--dry-run` runs it against a fake device.
@@ -53,8 +61,8 @@ GPU_PYTHON ?= $(shell test -x $(PY) && echo $(PY) || command -v python3)
 bench-gpu:
 	PYTHONPATH=. PYTHONUNBUFFERED=1 $(GPU_PYTHON) -m bench.gpu_campaign $(BENCH_ARGS)
 
-bench-harness: setup
-	$(PY) bench/harness_speed.py
+bench-harness: setup $(BENCH_STAMP)
+	$(PY) -m bench harness $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var/cache

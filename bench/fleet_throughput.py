@@ -14,7 +14,7 @@ timing budget), all queued at once.
   recording (result, events).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
-        .venv/bin/python bench/fleet_throughput.py [--batch 24] [--repeats 2] [--out FILE]
+        .venv/bin/python -m bench fleet [--batch 24] [--repeats 2] [--out FILE]      (make bench-fleet)
 """
 from __future__ import annotations
 
@@ -25,12 +25,11 @@ import platform
 import statistics
 import sys
 import tempfile
-import time
 from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "fleet"), str(ROOT)]
+sys.path.insert(0, str(ROOT / "tests" / "fleet"))   # the tests' production-mode stack, driven from outside
 
 from fleet_stack import FAST_EVAL, Stack, drop_template  # noqa: E402
 
@@ -79,12 +78,12 @@ def one(workers: int, batch: int, tmp: Path) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench fleet", description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=24, help="candidates in the batch (one generation)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / f"fleet-throughput-{date.today()}-vm.json"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     results = []
     try:
         for rep in range(args.repeats):
@@ -107,7 +106,4 @@ def main() -> None:
     }
     Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=1))
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -86,7 +86,7 @@ def gpu_lines(g: dict) -> list[str]:
     if not g.get("ran"):
         return [f"No GPU section in this run — {g.get('why', 'not run')}. On a GPU host the same command "
                 "evaluates each workload's CUDA kernels against CuPy/cuBLAS and torch "
-                "(`bash bench/gpu_check.sh` collects it on the H200 host: `python -m bench.gpu`).",
+                "(`bash bench/gpu_check.sh` collects it on the H200 host: `python -m bench gpu`).",
                 ""] + campaign_lines()
     lines = [f"GPU: `{g['fingerprint']}`", "", "| workload | shape | best CUDA kernel | median ms | ratios | "
              "correct/evaluated |", "|---|---|---|---|---|---|"]
@@ -103,16 +103,16 @@ def gpu_lines(g: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    """``python -m bench.gpu [--quick] [--out DIR]``: the GPU section alone, framework-free
+    """``python -m bench gpu [--quick] [--out DIR]``: the GPU section alone, framework-free
     (GPU hosts may have no Django); writes bench-gpu-<date>.json and prints its table."""
-    ap = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench gpu", description=main.__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--workload", action="append", default=None)
     args = ap.parse_args(argv)
     started = datetime.datetime.now(datetime.timezone.utc)
     sec = section(quick=args.quick, workload_names=args.workload or workloads.names())
-    sec.update(command="python -m bench.gpu " + " ".join(argv if argv is not None else sys.argv[1:]),
+    sec.update(command="python -m bench gpu " + " ".join(argv if argv is not None else sys.argv[1:]),
                date=started.isoformat(timespec="seconds"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -121,7 +121,3 @@ def main(argv=None) -> int:
     print("\n".join(gpu_lines(sec)))
     print(f"wrote {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -270,12 +270,12 @@ print("\nrunner summary:", json.dumps(summary))
 EOF
 echo "runner check exit code: $?"
 
-say "6. python -m bench.gpu (the peers report's GPU section: CUDA kernels vs CuPy/cuBLAS and torch)"
+say "6. python -m bench gpu (the peers report's GPU section: CUDA kernels vs CuPy/cuBLAS and torch)"
 if (( $(left) > 60 )); then   # framework-free: runs where Django is not installed
-  timeout "$(cap 300)" env PYTHONPATH=. "$PY" -m bench.gpu --quick --out "$DEST" \
-    || echo "bench.gpu exit code: $?"
+  timeout "$(cap 300)" env PYTHONPATH=. "$PY" -m bench gpu --quick --out "$DEST" \
+    || echo "bench gpu exit code: $?"
 else
-  echo "budget spent: bench.gpu not run"
+  echo "budget spent: bench gpu not run"
 fi
 
 say "done; log at $LOG, evaluations in $RESULTS"

@@ -1,7 +1,7 @@
 """Benchmark of the harness itself (not a test): how long a full evaluation takes, and how
 stable its speedup figures are.
 
-    python bench/harness_speed.py [--runs 5] [--shape 4096x4096]
+    python -m bench harness [--runs 5] [--shape 4096x4096]      (make bench-harness)
 
 1. A softmax 4096x4096 candidate evaluated end to end — static checks, a real compile
    (a unique comment defeats the compile cache), audit, 20+ correctness cases, timing
@@ -30,20 +30,20 @@ import sys
 import time
 from pathlib import Path
 
+from kernels import workloads
+from kernels.harness.evaluator import EvalSettings, Evaluator
+from kernels.targets.cpu import cpu_fingerprint
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from kernels import workloads  # noqa: E402
-from kernels.harness.evaluator import EvalSettings, Evaluator  # noqa: E402
-from kernels.targets.cpu import cpu_fingerprint  # noqa: E402
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="python -m bench harness", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--shape", default="4096x4096")
     ap.add_argument("--param", action="append", default=["ALGO=two_pass", "THREADS=2", "VEC=16"])
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     wl = workloads.get("softmax")
     shape = wl.shape_from_text(args.shape)
     params = {}
@@ -100,7 +100,7 @@ def main():
                         "spread_pct": 100 * (max(vals) - min(vals)) / med}
     result = {
         "benchmark": "harness_speed",
-        "command": "python bench/harness_speed.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m bench harness", *argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": fp,
         "shape": shape.label(), "params": params,
@@ -129,7 +129,4 @@ def main():
         path = path.with_name(f"{path.stem}-{datetime.datetime.now(datetime.timezone.utc):%H%M%S}.json")
     path.write_text(json.dumps(result, indent=2))
     print(f"\nWrote {path.relative_to(ROOT)}")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

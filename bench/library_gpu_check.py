@@ -2,7 +2,7 @@
 library folder as champions, then called on NumPy arrays through the harness (compile,
 audit, sandbox child on the GPU) and compared with the float64 reference.
 
-    python bench/library_gpu_check.py        # writes library_gpu_check.json under $OUT or bench/results
+    python -m bench library-gpu        # writes library_gpu_check.json under $OUT or bench/results
 
 No Django: kernels/ is framework-free, so this runs with the device image's python3.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import time
 import traceback
@@ -18,15 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernels import library, targets, workloads  # noqa: E402
-from kernels.spec import Shape  # noqa: E402
+from kernels import library, targets, workloads
+from kernels.spec import Shape
 
 SHAPES = {"softmax": (37, 1000), "rmsnorm": (33, 1001), "layernorm": (33, 1001), "matmul": (65, 33, 47)}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     out_dir = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {"available": targets.get("cuda").available(), "can_run": targets.get("cuda").can_run(), "checks": []}
@@ -63,6 +60,3 @@ def main() -> int:
     (out_dir / "library_gpu_check.json").write_text(json.dumps(report, indent=2, default=str))
     return 0 if all(r["passed"] for r in report["checks"]) else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Live-update latency of the run page (not a test), embedded mode, with a real browser.
 
-    python bench/live_latency.py [--candidates 200] [--burst 500] [--burst-seconds 5]
+    python -m bench live-latency [--candidates 200] [--burst 500] [--burst-seconds 5]
 
 The web app is served by uvicorn in this process, exactly as `manage.py serve` does (ASGI
 app, lifespan hook, in-memory channel layer). A thread of the same process plays the part
@@ -28,7 +28,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 for var in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"):
     os.environ.pop(var, None)            # embedded mode: SQLite, in-memory layer
 os.environ.setdefault("INT21_VAR_DIR", tempfile.mkdtemp(prefix="int21-latency-"))
@@ -69,13 +68,14 @@ def serve(port: int):
     return server
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="python -m bench live-latency", description=__doc__.split("\n\n")[0])
     ap.add_argument("--candidates", type=int, default=200)
     ap.add_argument("--burst", type=int, default=500)
     ap.add_argument("--burst-seconds", type=float, default=5.0)
     ap.add_argument("--gap", type=float, default=0.05, help="seconds between two candidates' commits")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     call_command("migrate", verbosity=0)
     group, _ = Group.objects.get_or_create(name="viewer")
@@ -150,7 +150,7 @@ def main() -> int:
 
     result = {
         "what": "run page live-update latency, embedded mode (uvicorn + in-memory channel layer), Chromium",
-        "command": "python bench/live_latency.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m bench live-latency", *argv]),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "latency_ms": {"n": len(lat), "p50": round(statistics.median(lat), 1), "p95": round(pct(lat, 95), 1),
@@ -168,6 +168,3 @@ def main() -> int:
     print(f"written to {out.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,10 @@
 """Replay searchers against a stored landscape: a development aid for the search, not a
 benchmark (nothing is measured; the figures in docs/benchmarks.md are).
 
-    python -m bench.replay bench/results/2026-11-29-vm.json [--workload softmax ...]
+    python -m bench replay bench/results/2026-11-29-vm.json [--workload softmax ...]
                            [--seeds 24] [--budget 50] [--searchers swarm_cold,random,optuna_tpe]
 
-Every ``manage.py bench`` result keeps its measurement table: each point any searcher
+Every ``python -m bench peers`` result keeps its measurement table: each point any searcher
 asked for, with its score. A replay answers a searcher's points from that table; a point
 never measured there takes the mean score of its nearest measured neighbours (fewest
 params different). A change to an agent or to the bandit is judged on many seeds in
@@ -19,17 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import searchers  # noqa: E402
-from bench.measure import Table, best_so_far, evals_to  # noqa: E402
-from swarm.knowledge import InMemoryKnowledge  # noqa: E402
-from swarm.types import Result  # noqa: E402
+from bench import searchers
+from bench.measure import Table, best_so_far, evals_to
+from swarm.knowledge import InMemoryKnowledge
+from swarm.types import Result
 
 
 class ReplayTable(Table):
@@ -87,7 +82,7 @@ def replay(result: dict, workload: str, searcher: str, seeds: int, budget: int) 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench replay", description=__doc__.split("\n\n")[0])
     ap.add_argument("result", help="a bench result JSON (bench/results/*.json) with its table")
     ap.add_argument("--workload", action="append", help="default: every workload searched in that result")
     ap.add_argument("--seeds", type=int, default=24)
@@ -122,7 +117,3 @@ def main(argv=None) -> int:
             print(f"{w:10} {s:22} {sh[16]:7.3f} {sh[25]:7.3f} {sh[args.budget]:7.3f} "
                   f"{'never' if e == float('inf') else f'{e:g}':>13} {r['never']:>3}/{args.seeds}", flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,6 +19,7 @@ from bench.measure import Table, TimeUp, best_so_far, evals_to
 from kernels import workloads
 from kernels.targets.cpu import cpu_fingerprint
 from swarm.knowledge import InMemoryKnowledge
+from swarm.progress import Bar
 
 # (search shape, [kernel shapes]) per workload. Full: the kernels are timed at the shapes of
 # the swarm issue's targets; the searches run on cheaper shapes of the same kind (the same
@@ -94,12 +95,14 @@ class Clock:
 
 
 class Progress:
-    """A one-line progress bar on a stream (a line per task when it is not a terminal)."""
+    """The run's tasks on the command line's progress bar (a line per task when the stream is
+    not a terminal)."""
 
     def __init__(self, stream, total: int, clock: Clock):
-        self.stream, self.total, self.clock = stream, max(total, 1), clock
+        self.total, self.clock = max(total, 1), clock
         self.done, self.label, self.measured = 0, "", 0
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.bar = Bar(stream, width=28)
+        self.tty = self.bar.tty
 
     def task(self, label: str) -> None:
         self.label = label
@@ -119,16 +122,11 @@ class Progress:
         self._draw(newline=True)
 
     def _draw(self, newline: bool) -> None:
-        width = 28
-        filled = min(width, int(width * self.done / self.total))
         elapsed = self.clock.seconds()
         eta = f" · ~{elapsed / self.done * (self.total - self.done) / 60:4.1f} min left" if self.done else ""
-        line = (f"[{'█' * filled}{'·' * (width - filled)}] {self.done}/{self.total} · {self.label[:48]:<48} · "
-                f"{self.measured} measured · {elapsed / 60:4.1f} min{eta}")
-        self.stream.write(("\r" + line + "\033[K") if self.tty else line)
-        if newline:
-            self.stream.write("\n")
-        self.stream.flush()
+        self.bar.draw(self.done, self.total, f"{self.done}/{self.total} · {self.label[:48]:<48} · "
+                                             f"{self.measured} measured · {elapsed / 60:4.1f} min{eta}",
+                      newline=newline)
 
 
 def host_info() -> dict:

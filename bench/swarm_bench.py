@@ -1,8 +1,8 @@
 """Benchmark of the swarm (not a test): quality, search efficiency, self-improvement.
 
-    python bench/swarm_bench.py [--workload softmax] [--shape 4096x4096] [--budget 200]
-                                [--seeds 3] [--near 4096x2048] [--near-budget 25] [--quick]
-                                [--only transfer]
+    python -m bench swarm [--workload softmax] [--shape 4096x4096] [--budget 200]
+                          [--seeds 3] [--near 4096x2048] [--near-budget 25] [--quick]
+                          [--only transfer]
 
 Every point any searcher asks for is measured once by the real evaluator (the sandboxed
 harness: correctness cases, then timing interleaved with the baselines) and kept in a
@@ -35,18 +35,18 @@ import sys
 import time
 from pathlib import Path
 
+from bench.measure import Table, best_so_far, evals_to  # shared with the peers report
+from bench.searchers import random_run, swarm_run, swarm_trace
+from kernels.harness.roofline import measure_cpu
+from kernels.targets.cpu import cpu_fingerprint
+from swarm.knowledge import InMemoryKnowledge
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.measure import Table, best_so_far, evals_to  # noqa: E402  (shared with manage.py bench)
-from bench.searchers import random_run, swarm_run, swarm_trace  # noqa: E402
-from kernels.harness.roofline import measure_cpu  # noqa: E402
-from kernels.targets.cpu import cpu_fingerprint  # noqa: E402
-from swarm.knowledge import InMemoryKnowledge  # noqa: E402
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="python -m bench swarm", description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", default="softmax")
     ap.add_argument("--shape", default="4096x4096")
     ap.add_argument("--near", default="4096x2048", help="nearby shape for the transfer test")
@@ -58,7 +58,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="budget 40, 2 seeds, small shapes")
     ap.add_argument("--only", choices=("all", "transfer"), default="all",
                     help="'transfer': only the nearby-shape comparison (lessons from --shape)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.quick:
         args.budget, args.seeds, args.shape, args.near = 40, 2, "512x2048", "512x1024"
     near_budget = args.near_budget or max(10, args.budget // 4)
@@ -70,7 +70,7 @@ def main():
 
     result = {
         "benchmark": "swarm" if args.only == "all" else "swarm-transfer",
-        "command": "python bench/swarm_bench.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m bench swarm", *argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": cpu_fingerprint(), "ceilings": ceilings,
         "workload": args.workload, "shape": args.shape, "budget": args.budget, "seeds": args.seeds,

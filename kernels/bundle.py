@@ -78,7 +78,7 @@ def test_program(workload: str, shape: Shape | None = None) -> str:
         if tol.rel_rmse is not None:
             lines += [f"    {{ double num = 0, den = 0; for (long i = 0; i < {r.size}; i++) {{",
                       f"        double d = out_{n}[i] - want_{n}[i]; num += d * d; den += want_{n}[i] * want_{n}[i]; }}",
-                      f"      double e = den > 0 ? sqrt(num / den) : sqrt(num);",
+                      "      double e = den > 0 ? sqrt(num / den) : sqrt(num);",
                       f"      if (!(e <= {tol.rel_rmse!r})) {{ printf(\"{n}: relative RMSE %g > {tol.rel_rmse!r}\\n\", e); bad = 1; }} }}"]
         else:
             lines += [f"    for (long i = 0; i < {r.size}; i++) {{",

@@ -503,6 +503,11 @@ class Workload:
             raise SpecError(f"shape {text!r}: dims must be >= 1")
         return Shape(tuple(zip(self.shape_dims, values)))
 
+    def goal_shapes(self, texts: Iterable[str] = ()) -> list[Shape]:
+        """The shapes a goal names (as text, the first is timed), or else the workload's typical
+        shape: what a run searches on, its lessons are keyed by and its space is checked against."""
+        return [self.shape_from_text(s) for s in texts] or [self.shapes.typical[0]]
+
     def template(self, target: str) -> Template:
         try:
             return self.templates[target]
@@ -514,6 +519,28 @@ class Workload:
 
     def output_names(self) -> list[str]:
         return [a.name for a in self.args if a.kind == "out"]
+
+    def describe(self) -> dict:
+        """The workload as JSON for people: ABI, tolerance, shapes, each target's signature and
+        design space, baselines (the workloads page, the API's /api/workloads, `manage.py workloads`)."""
+        from kernels import targets   # the registry imports the targets, which import this module
+        return {
+            "name": self.name,
+            "description": self.description,
+            "args": [{"name": a.name, "kind": a.kind} for a in self.args],
+            "tolerance": self.tolerance.describe(),
+            "distributions": list(self.distributions),
+            "shapes": {k: [s.label() for s in getattr(self.shapes, k)]
+                       for k in ("typical", "awkward", "minimal", "held_out")},
+            "targets": {
+                name: {"signature": self.signature(name), "variants": list(t.variants),
+                       "space": t.space.to_json(), "space_size": t.space.size()}
+                for name, t in self.templates.items()
+            },
+            "baselines": [f"{b.name} ({tname}{', strong' if b.strong else ''}{', opt-in' if not b.default else ''})"
+                          for tname, bl in self.baselines.items() for b in bl],
+            "available_targets": targets.names(),
+        }
 
 
 def rng_for(seed: int, shape: Shape, distribution: str) -> np.random.Generator:

@@ -1,6 +1,6 @@
 """Executors that evaluate in this process's own sandboxes (tests, CLI without a broker).
 
-The Django/Celery executor lives in ``int21web/runs/executor.py``; both judge through
+The Django/Celery executor lives in ``int21web/runs/celery_executor.py``; both judge through
 :func:`swarm.judge.judge`, so a verdict does not depend on which one ran it.
 """
 from __future__ import annotations

@@ -13,24 +13,22 @@ import hashlib
 import json
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
 from kernels import targets, workloads
-from kernels.harness.settings import SettingsError, from_goal
-from kernels.limits import shape_problem
-from kernels.spec import SpecError, Tolerance
 from swarm import registry
 from swarm.agents.base import Context
 from swarm.events import make_event
+from swarm.goals import GoalError, check_goal  # noqa: F401  (GoalError: callers import it from here too)
 from swarm.guidance import Steering, validate
 from swarm.knowledge.distil import distil, ranked
 from swarm.knowledge.variants import promote, template_for
-from swarm.llm.config import LLMConfigError, validate_goal_llm
 from swarm.llm.session import LLMSession, open_session
 from swarm.selection import elites
 from swarm.selection.bandit import AgentStats, allocate
-from swarm.space import SpaceError, goal_space
+from swarm.space import goal_space
 from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
 
 
@@ -89,66 +87,6 @@ CONFIRM_EXTRA = 2
 CONFIRM_PASSES = 4
 
 
-class GoalError(ValueError):
-    """A goal that cannot run; the message names the field."""
-
-
-def check_goal(goal: Goal) -> None:
-    try:
-        wl = workloads.get(goal.workload)
-        tpl = wl.template(goal.target)
-        for s in goal.shapes:
-            wl.shape_from_text(s)
-    except SpecError as exc:
-        raise GoalError(str(exc)) from None
-    try:
-        validate_goal_llm(goal.llm)
-    except LLMConfigError as exc:
-        raise GoalError(str(exc)) from None
-    for name in goal.team:
-        try:
-            registry.get(name)
-        except registry.UnknownAgent as exc:
-            raise GoalError(f"team: {exc}") from None
-    if not goal.team:
-        raise GoalError("team: a run needs at least one agent")
-    if goal.budget.evaluations < 1:
-        raise GoalError("budget.evaluations: must be at least 1")
-    if goal.population < 1:
-        raise GoalError("population: must be at least 1")
-    if not isinstance(goal.confirm_top, int) or isinstance(goal.confirm_top, bool) or goal.confirm_top < 0:
-        raise GoalError("confirm_top: a whole number of candidates, 0 or more (0: no re-measurement)")
-    for field in ("shapes", "held_out"):
-        for text in getattr(goal, field):
-            try:
-                problem = shape_problem(wl, wl.shape_from_text(text))
-            except SpecError:
-                continue    # the parse error is reported below, with its field
-            if problem:
-                raise GoalError(f"{field}: {problem}")
-    try:
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
-        for s in goal.held_out:
-            wl.shape_from_text(s)
-        space = goal_space(goal, wl, tpl, shapes)
-    except SpecError as exc:
-        raise GoalError(f"held_out: {exc}") from None
-    except SpaceError as exc:
-        raise GoalError(f"space.{exc}") from None
-    if goal.tolerance is not None:
-        try:
-            Tolerance(**goal.tolerance)
-        except TypeError as exc:
-            raise GoalError(f"tolerance: {exc}") from None
-    try:
-        from_goal(goal.eval_settings, workload=wl, target=goal.target)
-    except SettingsError as exc:
-        raise GoalError(str(exc)) from None
-    for k, v in goal.pins.items():
-        if k not in space.names or space.param(k).check(v):
-            raise GoalError(f"pins: {k}={v!r} is not a legal value of the design space")
-
-
 class Engine:
     def __init__(self, store: RunStore, executor: Executor, knowledge, sink, fingerprint: str = "",
                  clock=time.monotonic, llm_factory=None):
@@ -194,12 +132,14 @@ class Engine:
     # ------------------------------------------------------------------ one generation
 
     def step(self, run_id: int) -> None:
+        """One generation: plan it (or finish the run when a stop rule holds) → admit the
+        agents' drafts as candidates → evaluate them → credit the agents → close it."""
         t0 = self.clock()
         run = self.store.load_run(run_id)
         goal = run.goal
         wl = workloads.get(goal.workload)
         tpl = self._template(goal, wl)
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        shapes = wl.goal_shapes(goal.shapes)
         base_space = goal_space(goal, wl, tpl, shapes)
         steering = self._steering(run, base_space)
         history = self.store.candidates(run_id)
@@ -207,19 +147,39 @@ class Engine:
         stop = self._stop_reason(run, evaluated, steering)
         if stop:
             return self._finish(run, evaluated, stop)
+        gen = self._plan(run, self._context(run, wl, tpl, shapes, steering, base_space, history, evaluated),
+                         steering, evaluated)
+        cands = self._admit(gen, self._proposals(run_id, gen.ctx, gen.agents, gen.ordered, gen.slots))
+        self._evaluate(run, cands, evaluated)
+        history = self.store.candidates(run_id)
+        improved = self._credit(gen.stats, history, cands, evaluated)
+        self._reflect(run_id, gen.ctx, gen.agents, history, cands)
+        self._close(run_id, gen, history, cands, improved, t0)
 
+    # ------------------------------------------------------------------ a generation's phases
+
+    def _context(self, run: RunRecord, wl, tpl, shapes, steering: Steering, base_space, history: list[Candidate],
+                 evaluated: list[Candidate]) -> Context:
+        """What the agents see this generation: the space as steered, the history and its
+        elites, the lessons, the run's model when an agent needs one."""
+        goal, run_id = run.goal, run.id
         space = steering.restrict(base_space)
-        stats = {a: AgentStats(**{k: v for k, v in s.items() if k != "payoff"}) for a, s in run.agent_stats.items()}
-        remaining = goal.budget.evaluations - len(evaluated)
-        slots = min(goal.population, remaining)
-        rng = random.Random(f"{goal.seed}:{run.generation}")
-        lessons = [] if goal.cold else self._lessons(goal, shapes)
         ctx = Context(goal=goal, workload=wl, template=tpl, space=space, shapes=shapes, history=evaluated,
-                      elites=elites(evaluated, max(4, goal.population)), lessons=lessons, rng=rng,
+                      elites=elites(evaluated, max(4, goal.population)),
+                      lessons=[] if goal.cold else self._lessons(goal, shapes),
+                      rng=random.Random(f"{goal.seed}:{run.generation}"),
                       generation=run.generation, seen={c.key for c in history}, notes=steering.notes,
                       run_id=run_id, emit=lambda kind, **data: self._emit(run_id, kind, **data),
                       outcome=getattr(self.store, "outcome", lambda candidate_id: None),
                       natural=self._natural(goal.target, space))
+        return ctx
+
+    def _plan(self, run: RunRecord, ctx: Context, steering: Steering, evaluated: list[Candidate]) -> _Generation:
+        """Who proposes how many: the agents able to act share the generation's slots by their
+        payoff (the bandit), the favoured first. Emits ``generation_started``."""
+        goal, run_id = run.goal, run.id
+        stats = {a: AgentStats(**{k: v for k, v in s.items() if k != "payoff"}) for a, s in run.agent_stats.items()}
+        slots = min(goal.population, goal.budget.evaluations - len(evaluated))
         agents = {name: registry.get(name) for name in goal.team}
         if any(getattr(a, "needs_model", False) for a in agents.values()):
             ctx.llm = self.llm_factory(goal, run.llm_usage, ctx.emit)
@@ -234,29 +194,34 @@ class Engine:
         allocation = allocate(stats, able, slots, favoured=favoured, muted=steering.muted)
         allocation.update({a: 0 for a in goal.team if a not in allocation})
         self._emit(run_id, "generation_started", generation=run.generation, allocation=allocation)
-
         # The favoured agents' proposals go first: the generation is evaluated in this order
         # (one worker evaluates one candidate after another), so a warm start's remembered
         # best, or the agent a person favoured, is measured before the rest.
         ordered = {a: allocation[a] for a in sorted(allocation, key=lambda a: a not in favoured)}
-        drafts = self._proposals(run_id, ctx, agents, ordered, slots)
+        return _Generation(ctx=ctx, agents=agents, stats=stats, allocation=allocation, ordered=ordered, slots=slots)
+
+    def _admit(self, gen: _Generation, drafts: list[CandidateDraft]) -> list[Candidate]:
+        """The drafts as the run's new candidates, each announced; a draft whose key the run
+        already has is dropped (the store refuses it)."""
+        ctx = gen.ctx
         cands = []
         for d in drafts:
-            source = d.source or tpl.source(tpl.variant_of(d.params))
+            source = d.source or ctx.template.source(ctx.template.variant_of(d.params))
             key = candidate_key(source, d.params)
-            c = self.store.add_candidate(run_id, run.generation, d, source, key)
+            c = self.store.add_candidate(ctx.run_id, ctx.generation, d, source, key)
             if c is None:
                 continue
             ctx.seen.add(key)
             cands.append(c)
-            self._emit(run_id, "candidate_proposed", candidate_id=c.id, generation=run.generation, agent=c.agent,
-                       rationale=c.rationale, params=c.params, parents=c.parents)
-        self._evaluate(run, cands, evaluated)
+            self._emit(ctx.run_id, "candidate_proposed", candidate_id=c.id, generation=ctx.generation,
+                       agent=c.agent, rationale=c.rationale, params=c.params, parents=c.parents)
+        return cands
 
-        # credit, survivors, lessons
-        history = self.store.candidates(run_id)
-        evaluated_now = [c for c in history if c.result is not None]
-        best_before = max((c.score for c in evaluated), default=0.0)
+    def _credit(self, stats: dict, history: list[Candidate], cands: list[Candidate],
+                evaluated_before: list[Candidate]) -> bool:
+        """Each agent's payoff, decayed, plus this generation's judged candidates: a new best of
+        the run counts 1, a clear gain over a parent 0.5. True when the run's best improved."""
+        best_before = max((c.score for c in evaluated_before), default=0.0)
         by_id = {c.id: c for c in history}
         improved = False
         for a in stats.values():
@@ -273,11 +238,18 @@ class Engine:
                 improved = True
             s.improvements += gain
             s.total_improvements += int(gain > 0)
-        self._reflect(run_id, ctx, agents, history, cands)
+        return improved
+
+    def _close(self, run_id: int, gen: _Generation, history: list[Candidate], cands: list[Candidate],
+               improved: bool, t0: float) -> None:
+        """Store the run's new state (agent stats, LLM ledger, stagnation, best, time spent)
+        and the generation's summary; emit ``generation_finished``; lessons every 5th."""
+        evaluated_now = [c for c in history if c.result is not None]
+        by_id = {c.id: c for c in history}
         run = self.store.load_run(run_id)
-        run.agent_stats = {a: s.to_json() for a, s in stats.items()}
-        if isinstance(ctx.llm, LLMSession):
-            run.llm_usage = dict(ctx.llm.usage)
+        run.agent_stats = {a: s.to_json() for a, s in gen.stats.items()}
+        if isinstance(gen.ctx.llm, LLMSession):
+            run.llm_usage = dict(gen.ctx.llm.usage)
         run.stagnant = 0 if improved else run.stagnant + 1
         best = next(iter(ranked(evaluated_now)), None)
         run.best_id = best.id if best else None
@@ -285,14 +257,14 @@ class Engine:
         run.active_seconds += self.clock() - t0
         summary = {
             "proposed": len(cands),
-            "statuses": _count(c.result.status for c in (by_id[x.id] for x in cands) if c.result),
+            "statuses": dict(Counter(c.result.status for c in (by_id[x.id] for x in cands) if c.result)),
             "best_score": best.score if best else 0.0,
             "evaluations": len(evaluated_now),
-            "payoff": {a: round(s.payoff(), 4) for a, s in stats.items()},
+            "payoff": {a: round(s.payoff(), 4) for a, s in gen.stats.items()},
         }
-        self.store.save_generation(run_id, run.generation - 1, allocation, summary)
+        self.store.save_generation(run_id, run.generation - 1, gen.allocation, summary)
         self.store.save_run(run)
-        self._emit(run_id, "generation_finished", generation=run.generation - 1, allocation=allocation,
+        self._emit(run_id, "generation_finished", generation=run.generation - 1, allocation=gen.allocation,
                    summary=summary)
         if run.generation % 5 == 0:
             self._distil(run, evaluated_now)
@@ -436,7 +408,7 @@ class Engine:
     def _distil(self, run: RunRecord, evaluated: list[Candidate]) -> None:
         goal = run.goal
         wl = workloads.get(goal.workload)
-        shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+        shapes = wl.goal_shapes(goal.shapes)
         lessons = distil(evaluated, workload=goal.workload, target=goal.target, fingerprint=self.fingerprint,
                          shapes=shapes, run_id=run.id)
         lessons += promote(evaluated, lessons, self._template(goal, wl), run_id=run.id, shapes=shapes,
@@ -498,7 +470,7 @@ class Engine:
 
     def _lessons(self, goal: Goal, shapes=None):
         wl = workloads.get(goal.workload)
-        shapes = shapes or ([wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]])
+        shapes = shapes or wl.goal_shapes(goal.shapes)
         return self.knowledge.relevant(goal.workload, goal.target, self.fingerprint, shapes, 20)
 
     def _cache_key(self, goal: Goal, c: Candidate) -> str:
@@ -510,8 +482,15 @@ class Engine:
         self.sink.emit(run_id, make_event(event_kind, **data))
 
 
-def _count(items) -> dict:
-    out: dict = {}
-    for i in items:
-        out[i] = out.get(i, 0) + 1
-    return out
+
+@dataclass
+class _Generation:
+    """A planned generation: the agents' context, the agents, their stats (credited in place),
+    the slots each was given (``allocation``; ``ordered``: the favoured first)."""
+
+    ctx: Context
+    agents: dict
+    stats: dict
+    allocation: dict
+    ordered: dict
+    slots: int

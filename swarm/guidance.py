@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from kernels.spec import DesignSpace, Param
+from kernels.spec import DesignSpace
 
 OPS = ("pin", "forbid", "narrow", "favour", "mute", "target", "stop", "note")
 

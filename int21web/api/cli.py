@@ -13,8 +13,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import ValidationError
 
 from int21web.accounts.roles import RoleError
-from int21web.api.errors import ApiError, goal_field, loc_field, split_field, strict_json
-from swarm.generation import GoalError
+from int21web.api.errors import ApiError, loc_field, split_field, strict_json
+from swarm.goals import GoalError
 from swarm.guidance import GuidanceError
 from swarm.space import SpaceError
 
@@ -59,8 +59,7 @@ def failure(exc: Exception) -> CommandError:
         e = exc.errors()[0]
         text = f"{loc_field(e['loc'])}: {e['msg']}"
     elif isinstance(exc, GoalError):
-        field = goal_field(str(exc))
-        text = str(exc) if not field or str(exc).startswith(field) else f"{field}: {exc}"
+        text = str(exc)                  # "<field>: <message>"
     elif isinstance(exc, SpaceError):
         text = f"space.{exc}"
     elif isinstance(exc, GuidanceError):

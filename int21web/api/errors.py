@@ -14,7 +14,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from int21web.accounts.roles import RoleError
-from swarm.generation import GoalError
+from swarm.goals import GoalError
 from swarm.guidance import GuidanceError
 from swarm.space import SpaceError
 
@@ -44,21 +44,6 @@ def split_field(message: str) -> tuple[str | None, str]:
     if not m:
         return None, message
     return m.group(1).replace("space.space", "space"), message
-
-
-def goal_field(message: str) -> str | None:
-    """GoalError messages name their field as a prefix, except those raised by the workload
-    itself (unknown workload, a target without templates, a malformed shape)."""
-    field, _ = split_field(message)
-    if field:
-        return field
-    if message.startswith("unknown workload"):
-        return "workload"
-    if "target" in message:
-        return "target"
-    if "shape" in message:
-        return "shapes"
-    return None
 
 
 _SOURCES = ("body", "query", "path", "header", "cookie", "form", "file")
@@ -174,7 +159,7 @@ def install(api) -> None:
 
     @api.exception_handler(GoalError)
     def _goal(request, exc: GoalError):
-        return respond(request, 400, {"error": str(exc), "field": goal_field(str(exc))})
+        return respond(request, 400, {"error": str(exc), "field": exc.field})
 
     @api.exception_handler(SpaceError)
     def _space(request, exc: SpaceError):

@@ -197,7 +197,7 @@ def _review_json(r) -> dict:
 
 
 def proposal_json(p, *, audit: bool = False) -> dict:
-    from int21web.library.services import approvals
+    from int21web.library.selectors import approvals
     cand = p.candidate
     kernel = getattr(p, "kernel", None) if p.state == "promoted" else None
     out = {"id": p.id, "candidate": cand.id, "run": cand.run_id, "workload": cand.run.spec.get("workload"),

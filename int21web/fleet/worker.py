@@ -19,6 +19,8 @@ import threading
 
 from django.conf import settings
 
+from int21web import beats
+
 log = logging.getLogger(__name__)
 EX_CONFIG = 78   # sysexits.h: a configuration error
 
@@ -94,31 +96,26 @@ def on_worker_ready(sender=None, **_):
     queues = queues_of(sender)
     concurrency = getattr(getattr(sender, "controller", None), "concurrency", 1) or 1
     _stop.clear()
-    threading.Thread(target=_beat, args=(name, queues, concurrency), name="fleet-heartbeat", daemon=True).start()
+    beats.start("fleet-heartbeat", lambda: settings.INT21_WORKER_HEARTBEAT_SECONDS, _beat(name, queues, concurrency),
+                stop=_stop, first_now=True, log=log, failure=f"fleet heartbeat of {name} failed")
 
 
-def _beat(name: str, queues: list[str], concurrency: int) -> None:
-    from django.db import close_old_connections, connection
-
+def _beat(name: str, queues: list[str], concurrency: int):
+    """The worker's beat: it announces itself (until that succeeds), then beats."""
     from int21web.fleet import services
     announced = False
-    try:
-        while True:
-            try:
-                if not announced:
-                    services.worker_announce(name=name, hostname=socket.gethostname(), pid=os.getpid(),
-                                             queues=queues, targets=targets_of(queues), concurrency=concurrency,
-                                             fingerprint=fingerprint(targets_of(queues)))
-                    announced = True
-                else:
-                    services.worker_heartbeat(name=name)
-            except Exception:   # the database away for a moment: the next beat tries again
-                log.warning("fleet heartbeat of %s failed", name, exc_info=True)
-                close_old_connections()
-            if _stop.wait(settings.INT21_WORKER_HEARTBEAT_SECONDS):
-                return
-    finally:
-        connection.close()
+
+    def beat():
+        nonlocal announced
+        if not announced:
+            services.worker_announce(name=name, hostname=socket.gethostname(), pid=os.getpid(),
+                                     queues=queues, targets=targets_of(queues), concurrency=concurrency,
+                                     fingerprint=fingerprint(targets_of(queues)))
+            announced = True
+        else:
+            services.worker_heartbeat(name=name)
+
+    return beat
 
 
 def on_worker_shutdown(sender=None, **_):

@@ -3,7 +3,6 @@ from django.shortcuts import render
 
 from kernels import targets, workloads
 from kernels.spec import SpecError
-from int21web.harness.management.commands.workloads import describe
 
 
 def home(request):
@@ -14,7 +13,7 @@ def home(request):
         can_run, why_not = tgt.can_run() if ok else (False, why)
         target_rows.append({"name": name, "available": ok, "runs": can_run, "why": why or why_not})
     return render(request, "harness/home.html", {
-        "workloads": [describe(wl) for wl in workloads.all_workloads()],
+        "workloads": [wl.describe() for wl in workloads.all_workloads()],
         "targets": target_rows,
     })
 
@@ -24,4 +23,4 @@ def workload_detail(request, name):
         wl = workloads.get(name)
     except SpecError:
         raise Http404(f"No workload named {name!r}")
-    return render(request, "harness/workload.html", {"w": describe(wl)})
+    return render(request, "harness/workload.html", {"w": wl.describe()})

@@ -9,9 +9,38 @@ from int21web.accounts.roles import has_role
 from int21web.library import charts, diffs
 from int21web.library.highlight import source_html
 from int21web.library.models import AuditEntry, Comment, KernelVersion, Proposal
-from int21web.library.services import approvals, current_result, goal_check
+from int21web.library.policy import goal_met
 from int21web.runs import models as rm
 from kernels import workloads
+
+
+# --------------------------------------------------------------------------- the gate's reads
+
+def current_result(candidate: rm.Candidate) -> dict:
+    """The candidate's latest judged result: the newest finished Evaluation (status, score,
+    speedup), else the result the run recorded (a cached outcome has no Evaluation row)."""
+    ev = (rm.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False)
+          .order_by("-finished_at", "-attempt").first())
+    if ev is not None and ev.outcome:
+        res = ev.outcome.get("result") or {}
+        return {"evaluation": ev, "status": ev.status or res.get("status", ""), "score": res.get("score", 0.0),
+                "speedup": res.get("speedup") or ev.outcome.get("speedup") or {}, "outcome": ev.outcome}
+    res = candidate.result or {}
+    return {"evaluation": None, "status": res.get("status", candidate.status), "score": res.get("score", 0.0),
+            "speedup": res.get("speedup") or {}, "outcome": None}
+
+
+def goal_check(candidate: rm.Candidate, result: dict | None = None) -> tuple[bool, str]:
+    """Does the candidate (its ``result``, else its current one) meet its goal? (policy.goal_met)"""
+    return goal_met(result or current_result(candidate), candidate_id=candidate.id, spec=candidate.run.spec)
+
+
+def approvals(proposal: Proposal):
+    """The approvals that count: given and not dismissed."""
+    return proposal.reviews.filter(verdict="approve", dismissed_at__isnull=True)
+
+
+# --------------------------------------------------------------------------- pages
 
 
 def _stage(outcome: dict | None, name: str) -> dict:

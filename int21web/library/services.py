@@ -1,6 +1,6 @@
 """Writes of the review gate and the kernel library, named <entity>_<action>.
 
-Rules (issue 4, DESIGN §8): a candidate that meets its goal may be proposed (engineer);
+Rules (issue 4; docs/ARCHITECTURE.md, "How a kernel reaches the library"): a candidate that meets its goal may be proposed (engineer);
 reviewers approve or request changes with a comment; the goal's ``required_approvals``
 count; nobody approves a candidate from a run they started; an approval is dismissed when
 the candidate is re-evaluated with a different result; before promotion the candidate is
@@ -9,7 +9,10 @@ Candidate code runs only on a worker (a task on ``target.<name>``), never in the
 Every decision writes an :class:`AuditEntry`.
 
 Errors a user should see: :class:`RoleError` (who may not do this) and ``ValueError``
-(what is wrong with the request), each with a sentence meant for them.
+(what is wrong with the request), each with a sentence meant for them. The rules themselves
+(does a result meet its goal, is a re-evaluation a different result) are pure functions in
+``policy``; the reads they are applied to (a candidate's current result, a proposal's
+approvals) are in ``selectors``.
 """
 from __future__ import annotations
 
@@ -25,80 +28,14 @@ from django.utils import timezone
 from int21web.accounts.roles import RoleError, has_role, require
 from int21web.library import evidence
 from int21web.library.models import AuditEntry, Comment, KernelVersion, Proposal, Review
+from int21web.library.policy import differs, score_moved, shape_bucket_of
+from int21web.library.selectors import approvals, current_result, goal_check
 from int21web.runs import models as rm
 from int21web.runs.store import goal_from
 from kernels import library as disk
 
-# Timings on a shared host move by several percent between sessions, sometimes by more than
-# 10 %; a speedup that moves by more than this is a different result, not noise.
-SCORE_TOLERANCE = 0.25
 
-
-# --------------------------------------------------------------------------- reading helpers
-
-def current_result(candidate: rm.Candidate) -> dict:
-    """The candidate's latest judged result: the newest finished Evaluation (status, score,
-    speedup), else the result the run recorded (a cached outcome has no Evaluation row)."""
-    ev = (rm.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False)
-          .order_by("-finished_at", "-attempt").first())
-    if ev is not None and ev.outcome:
-        res = ev.outcome.get("result") or {}
-        return {"evaluation": ev, "status": ev.status or res.get("status", ""), "score": res.get("score", 0.0),
-                "speedup": res.get("speedup") or ev.outcome.get("speedup") or {}, "outcome": ev.outcome}
-    res = candidate.result or {}
-    return {"evaluation": None, "status": res.get("status", candidate.status), "score": res.get("score", 0.0),
-            "speedup": res.get("speedup") or {}, "outcome": None}
-
-
-def goal_check(candidate: rm.Candidate, result: dict | None = None) -> tuple[bool, str]:
-    """Does the candidate meet its goal? Status ok, and faster than the strongest baseline
-    measured alongside it (speedup > 1), or at least the goal's target speedup."""
-    result = result or current_result(candidate)
-    if result["status"] != "ok":
-        return False, f"candidate #{candidate.id} is {result['status'] or 'not evaluated yet'}, not ok"
-    speed = result["speedup"]
-    if not speed:
-        return False, f"candidate #{candidate.id} was not timed against any baseline"
-    name, worst = min(speed.items(), key=lambda kv: kv[1])
-    target = ((candidate.run.spec.get("budget") or {}).get("target_speedup"))
-    if worst > 1.0 or (target is not None and worst >= target):
-        return True, f"{worst:.2f}x {name} (the strongest baseline)"
-    need = "more than 1x" + (f" or the goal's target {target:g}x" if target is not None else "")
-    return False, f"candidate #{candidate.id} runs at {worst:.2f}x {name} (the strongest baseline); it needs {need}"
-
-
-def shape_bucket_of(spec: dict) -> str:
-    """The bucket of the shape the goal timed (its first shape, else the workload's typical)."""
-    from kernels import workloads
-    wl = workloads.get(spec["workload"])
-    shapes = spec.get("shapes") or []
-    return disk.shape_bucket(wl.shape_from_text(shapes[0]) if shapes else wl.shapes.typical[0])
-
-
-def approvals(proposal: Proposal):
-    return proposal.reviews.filter(verdict="approve", dismissed_at__isnull=True)
-
-
-def differs(old: dict, new: dict, meets_goal: tuple[bool, str] = (True, "")) -> str | None:
-    """Why ``new`` is a different result from ``old`` ({status, score}), or None.
-
-    An approval says "correct, and meets its goal". A different verdict, or a result that no
-    longer meets the goal, is a different result. A speed that merely moved (the best of a
-    run is usually re-measured lower: it was picked as the luckiest measurement on a shared
-    host) is not, while the goal is still met; ``score_moved`` says so for the audit."""
-    if old["status"] != new["status"]:
-        return f"status {old['status']} became {new['status']}"
-    if new["status"] == "ok" and not meets_goal[0]:
-        return f"it no longer meets its goal: {meets_goal[1]}"
-    return None
-
-
-def score_moved(old: dict, new: dict) -> str | None:
-    a, b = old["score"] or 0.0, new["score"] or 0.0
-    if max(a, b) > 0 and abs(a - b) / max(a, b) > SCORE_TOLERANCE:
-        return f"score {a:.3g} became {b:.3g} (more than {SCORE_TOLERANCE:.0%} apart; the goal is still met)"
-    return None
-
+# --------------------------------------------------------------------------- helpers
 
 def _name(user) -> str:
     return user.get_username() if user is not None else "system"

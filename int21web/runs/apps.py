@@ -12,5 +12,5 @@ class RunsConfig(AppConfig):
     def ready(self):
         from int21web.runs import live
         live.install()
-        from int21web.runs import worker
-        worker.connect()
+        from int21web.runs import recovery
+        recovery.connect()

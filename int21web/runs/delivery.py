@@ -3,19 +3,18 @@ conditional finish (see ``Evaluation``'s docstring for the rules).
 
 A worker may receive an evaluation twice (acks_late redelivery, a re-publish after the
 broker restarted) or vanish in the middle of one (kill -9, a lost host). The row insert is the
-claim; the evaluating process beats a heartbeat; the orchestrator (``executor.CeleryExecutor``)
+claim; the evaluating process beats a heartbeat; the orchestrator (``celery_executor.CeleryExecutor``)
 re-queues an attempt whose heartbeat went stale under the next attempt number.
 """
 from __future__ import annotations
 
-import threading
 import time
-from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
+from int21web import beats
 from int21web.runs import models as m
 
 try:   # Celery's soft time limit, raised inside a task that ran too long
@@ -97,25 +96,9 @@ def news_wait(run_id: int, seconds: float) -> None:
     time.sleep(seconds if client is None else min(seconds, 0.05))
 
 
-@contextmanager
 def heartbeat(ev: m.Evaluation):
     """Beat the attempt's heartbeat from a thread while the body (the evaluation) runs."""
-    stop = threading.Event()
-
     def beat():
-        try:
-            while not stop.wait(settings.INT21_EVAL_HEARTBEAT_SECONDS):
-                try:
-                    m.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True).update(heartbeat_at=Now())
-                except Exception:   # the database away for a moment: the next beat tries again
-                    close_old_connections()
-        finally:
-            connection.close()
+        m.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True).update(heartbeat_at=Now())
 
-    thread = threading.Thread(target=beat, name=f"heartbeat-eval-{ev.pk}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
+    return beats.beating(f"heartbeat-eval-{ev.pk}", lambda: settings.INT21_EVAL_HEARTBEAT_SECONDS, beat)

@@ -1,6 +1,8 @@
 """The goal editor's form: scalar fields through a Django form, the design space as rows
-(``space-p-<i>-name|kind|low|high|step|choices`` and ``space-c-<i>-expr|message``) checked by
-``swarm.space.parse_space``; every error is keyed by the form field it belongs to."""
+(``space-p-<i>-name|kind|low|high|step|choices`` and ``space-c-<i>-expr|message``); the goal
+they make is checked by ``swarm.goals.goal_problems``, as the API and a run's start check it, and
+every error is keyed by the form field it belongs to. Also the run page's guidance form, parsed
+into a directive (``directive_from``)."""
 from __future__ import annotations
 
 from django import forms
@@ -8,8 +10,8 @@ from django import forms
 from kernels import targets, workloads
 from kernels.spec import SpecError
 from swarm import registry
-from swarm.generation import GoalError, check_goal
-from swarm.space import SpaceError, parse_space
+from swarm.goals import goal_problems
+from swarm.space import goal_space
 from swarm.types import Budget, Goal
 
 DEFAULT_TEAM = ["explorer", "mutator", "crossover", "tuner", "variant", "seeded"]
@@ -81,10 +83,30 @@ def space_rows(data) -> dict | None:
     return {"params": params, "constraints": constraints}
 
 
-def _space_field(err: SpaceError, rows: dict) -> str:
-    """``params.2.high`` (index among filled rows) → ``space-p-<row>-high`` (the form's row)."""
-    parts = err.field.split(".")
-    if parts[0] in ("params", "constraints") and len(parts) >= 2 and parts[1].isdigit():
+# Goal paths (swarm.goals) whose form field is named differently.
+_FIELD_OF = {"budget.evaluations": "evaluations", "budget.wall_seconds": "wall_seconds",
+             "budget.target_speedup": "target_speedup", "budget.stagnation_generations": "stagnation"}
+
+
+def form_field(path: str, rows: dict | None, fields) -> str:
+    """The form field where the problem of a goal path (``swarm.goals.goal_problems``) is shown:
+    ``space.params.2.high`` (index among the filled rows) → ``space-p-<row>-high`` (the form's
+    row), ``llm.budget.requests`` → ``llm_budget_requests``, ``budget.evaluations`` →
+    ``evaluations``; a path with no field of its own → ``goal``."""
+    parts = path.split(".")
+    if parts[0] == "space":
+        return _space_field(parts[1:], rows)
+    if parts[0] == "llm":
+        name = "_".join(parts)
+        return name if name in fields else "llm"
+    name = _FIELD_OF.get(path, parts[0])
+    return name if name in fields else "goal"
+
+
+def _space_field(parts: list[str], rows: dict | None) -> str:
+    if rows is None:
+        return "space"
+    if parts[:1] in (["params"], ["constraints"]) and len(parts) >= 2 and parts[1].isdigit():
         kind = "p" if parts[0] == "params" else "c"
         row = rows[parts[0]][int(parts[1])][0]
         return f"space-{kind}-{row}-{parts[2] if len(parts) > 2 else ('name' if kind == 'p' else 'expr')}"
@@ -94,7 +116,9 @@ def _space_field(err: SpaceError, rows: dict) -> str:
 
 
 def validate_goal(data) -> tuple[Goal | None, dict, dict]:
-    """(goal or None, errors {field: message}, info {space_size, …}) for a POSTed goal form."""
+    """(goal or None, errors {field: message}, info {space_size, …}) for a POSTed goal form:
+    the form's own parsing, then every problem ``swarm.goals.goal_problems`` finds in the goal
+    (the same checks, in the same words, as the API and a run's start), each next to its field."""
     form = GoalForm(data)
     errors: dict[str, str] = {}
     info: dict = {}
@@ -105,35 +129,10 @@ def validate_goal(data) -> tuple[Goal | None, dict, dict]:
     if not workload or not target:
         return None, errors, info
     wl = workloads.get(workload)
-    try:
-        tpl = wl.template(target)
-    except SpecError as exc:
-        errors["target"] = str(exc)
-        return None, errors, info
-    shapes = []
-    for field in ("shapes", "held_out"):
-        for text in _shapes(data.get(field, "")):
-            try:
-                shape = wl.shape_from_text(text)
-            except SpecError as exc:
-                errors[field] = str(exc)
-                continue
-            if field == "shapes":
-                shapes.append(shape)
     rows = space_rows(data)
     space_json = None
     if rows is not None:
         space_json = {"params": [r for _, r in rows["params"]], "constraints": [r for _, r in rows["constraints"]]}
-        try:
-            space = parse_space(space_json, tpl.space, shapes or [wl.shapes.typical[0]],
-                                list(wl.shapes.typical[0].as_dict()))
-            info["space_size"] = space.size()
-        except SpaceError as exc:
-            errors[_space_field(exc, rows)] = exc.message
-    else:
-        info["space_size"] = tpl.space.size()
-    if errors:
-        return None, errors, info
     tolerance = None
     if c.get("atol") is not None or c.get("rtol") is not None:
         tolerance = {"atol": c["atol"] if c.get("atol") is not None else wl.tolerance.atol,
@@ -143,25 +142,32 @@ def validate_goal(data) -> tuple[Goal | None, dict, dict]:
     budget = {k: c[f"llm_budget_{k}"] for k in ("requests", "tokens") if c.get(f"llm_budget_{k}") is not None}
     if budget:
         llm["budget"] = budget
-    from int21web.runs.llm import goal_llm_errors
-    for field, message in goal_llm_errors(llm).items():
-        name = field.replace("llm.", "llm_").replace(".", "_")
-        errors[name if name in form.fields else "llm"] = message
+    # A field the form itself refused stands in for its default here: its own error is shown.
+    goal = Goal(workload=workload, target=target, shapes=_shapes(data.get("shapes", "")),
+                held_out=_shapes(data.get("held_out", "")), metric=c.get("metric") or "speedup",
+                budget=Budget(evaluations=c.get("evaluations") or 1, wall_seconds=c.get("wall_seconds"),
+                              target_speedup=c.get("target_speedup"), stagnation_generations=c.get("stagnation")),
+                team=list(c.get("team") or []), population=c.get("population") or 1, seed=c.get("seed") or 0,
+                cold=bool(c.get("cold")), tolerance=tolerance, space=space_json, llm=llm)
+    problems = goal_problems(goal)
+    for path, message in problems:
+        errors.setdefault(form_field(path, rows, form.fields), message)
+    if not any(path.split(".")[0] in ("target", "space") for path, _ in problems):
+        info["space_size"] = _space_size(goal, wl)
     if errors:
         return None, errors, info
-    goal = Goal(workload=workload, target=target, shapes=_shapes(data.get("shapes", "")),
-                held_out=_shapes(data.get("held_out", "")), metric=c["metric"],
-                budget=Budget(evaluations=c["evaluations"], wall_seconds=c.get("wall_seconds"),
-                              target_speedup=c.get("target_speedup"), stagnation_generations=c.get("stagnation")),
-                team=list(c["team"]), population=c["population"], seed=c["seed"], cold=c["cold"],
-                tolerance=tolerance, space=space_json, llm=llm)
-    try:
-        check_goal(goal)
-    except GoalError as exc:
-        field, _, msg = str(exc).partition(": ")
-        errors[field.split(".")[0] if field.split(".")[0] in form.fields else "goal"] = msg or str(exc)
-        return None, errors, info
     return goal, errors, info
+
+
+def _space_size(goal: Goal, wl) -> int:
+    """Points of the space the goal searches (checked against the shapes that parse)."""
+    shapes = []
+    for text in goal.shapes:
+        try:
+            shapes.append(wl.shape_from_text(text))
+        except SpecError:
+            pass
+    return goal_space(goal, wl, wl.template(goal.target), shapes or wl.goal_shapes()).size()
 
 
 def initial_from(name: str, goal: Goal, required_approvals: int = 1) -> dict:
@@ -194,3 +200,37 @@ def editor_rows(workload: str, target: str, space: dict | None) -> dict:
             p["choices"] = ", ".join(map(str, p["choices"]))
     return {"params": params, "constraints": constraints, "template": tpl.space.to_json(), "dims": dims,
             "kinds": ["int", "choice", "bool", "variant"]}
+
+
+# --------------------------------------------------------------------------- guidance
+
+def _value(text: str):
+    text = (text or "").strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def directive_from(data) -> dict:
+    """The guidance form's fields as a directive (``swarm.guidance.validate`` checks it, through the
+    service)."""
+    op = data.get("op", "")
+    d: dict = {"op": op}
+    if op in ("pin", "forbid"):
+        d.update(param=data.get("param", "").strip(), value=_value(data.get("value", "")))
+    elif op == "narrow":
+        d.update(param=data.get("param", "").strip(),
+                 values=[_value(v) for v in data.get("value", "").split(",") if v.strip()])
+    elif op in ("favour", "mute"):
+        d["agent"] = data.get("agent", "").strip()
+    elif op == "target":
+        d["speedup"] = _value(data.get("value", ""))
+    elif op == "note":
+        d["text"] = data.get("text", "").strip()
+    if data.get("text", "").strip() and op != "note":
+        d["note"] = data["text"].strip()[:500]
+    return d

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection
 from django.db.models import Q
 from django.db.models.functions import Now
 
+from int21web import beats
 from int21web.runs import models as m
 
 HOST = socket.gethostname()
@@ -75,25 +75,7 @@ class Lease:
 
     @contextmanager
     def kept(self):
-        """Renew from a thread while the body runs (a generation may wait minutes on workers)."""
-        stop = threading.Event()
-        every = max(0.2, self.ttl.total_seconds() / 4)
-
-        def beat():
-            try:
-                while not stop.wait(every):
-                    try:
-                        if not self.renew():
-                            return
-                    except Exception:   # the database away for a moment: try again next beat
-                        close_old_connections()
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=beat, name=f"lease-run-{self.run_id}", daemon=True)
-        thread.start()
-        try:
+        """Renew from a thread while the body runs (a generation may wait minutes on workers);
+        a renewal refused (the lease was lost) ends the renewing."""
+        with beats.beating(f"lease-run-{self.run_id}", max(0.2, self.ttl.total_seconds() / 4), self.renew):
             yield self
-        finally:
-            stop.set()
-            thread.join(timeout=5)

@@ -1,5 +1,5 @@
 """Reads (and one check) for pages and the API about language models: plain data, no side
-effects, never a key. The goal editor validates ``Goal.llm`` with ``goal_llm_errors``; the run
+effects, never a key. ``goal_llm_errors`` says what is wrong with a ``Goal.llm``; the run
 page shows ``run_llm_spend`` and ``run_llm_failures``; the candidate page ``candidate_llm_exchange``.
 Everything here is untrusted model text when it comes from a model: templates must escape it."""
 from __future__ import annotations
@@ -14,15 +14,9 @@ def llm_status(*, goal_llm: dict | None = None) -> dict:
 
 
 def goal_llm_errors(data) -> dict[str, str]:
-    """``{}`` when a goal's model choice is valid, else ``{"llm.<field>": message}``."""
-    try:
-        llm_config.validate_goal_llm(data)
-        llm_config.resolve(data)          # also: a server outside LLM_ALLOWED_BASE_URLS
-    except llm_config.NotConfigured:
-        return {}                         # valid; the LLM agents will stand aside until a model is set
-    except llm_config.LLMConfigError as exc:
-        return {exc.field: exc.message}
-    return {}
+    """``{}`` when a goal's model choice is valid, else ``{"llm.<field>": message}``
+    (``swarm.llm.config.goal_llm_problems``, part of every goal's check)."""
+    return dict(llm_config.goal_llm_problems(data))
 
 
 def run_llm_spend(*, run_id: int) -> dict:

@@ -64,33 +64,3 @@ def run_page(run: m.Run) -> dict:
     return {**run_progress(run), "baselines": baselines, "worker_status": live, "llm": llm,
             "guidance": run.guidance.select_related("author").order_by("id")}
 
-
-def _value(text: str):
-    text = (text or "").strip()
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
-
-
-def directive_from(data) -> dict:
-    """A guidance form's fields as a directive (validated by the service)."""
-    op = data.get("op", "")
-    d: dict = {"op": op}
-    if op in ("pin", "forbid"):
-        d.update(param=data.get("param", "").strip(), value=_value(data.get("value", "")))
-    elif op == "narrow":
-        d.update(param=data.get("param", "").strip(),
-                 values=[_value(v) for v in data.get("value", "").split(",") if v.strip()])
-    elif op in ("favour", "mute"):
-        d["agent"] = data.get("agent", "").strip()
-    elif op == "target":
-        d["speedup"] = _value(data.get("value", ""))
-    elif op == "note":
-        d["text"] = data.get("text", "").strip()
-    if data.get("text", "").strip() and op != "note":
-        d["note"] = data["text"].strip()[:500]
-    return d

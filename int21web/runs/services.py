@@ -17,7 +17,8 @@ from int21web.runs import models as m
 from int21web.runs.store import DjangoEventSink, DjangoKnowledge, DjangoStore, goal_from
 from kernels import targets
 from swarm.judge import judge
-from swarm.generation import Engine, GoalError, check_goal
+from swarm.generation import Engine
+from swarm.goals import GoalError, check_goal
 from swarm.guidance import validate
 from swarm.types import Goal, Result
 
@@ -28,7 +29,7 @@ def fingerprint_key(target: str) -> str:
 
 
 def engine_for(goal: Goal, *, executor=None, also=None) -> Engine:
-    from int21web.runs.executor import CeleryExecutor
+    from int21web.runs.celery_executor import CeleryExecutor
     return Engine(DjangoStore(), executor or CeleryExecutor(), DjangoKnowledge(), DjangoEventSink(also=also),
                   fingerprint=fingerprint_key(goal.target))
 
@@ -80,7 +81,7 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
 def run_recover(*, grace_seconds: float = 60.0) -> list[int]:
     """Queue the driver of every running run that nobody drives (its driver's process died or
     its message was lost); a duplicate finds the lease taken and returns. The orchestrate
-    workers call this periodically (``runs.worker``)."""
+    workers call this periodically (``runs.recovery``)."""
     stale = Now() - timedelta(seconds=grace_seconds)
     ids = list(m.Run.objects.filter(state="running").filter(
         Q(lease_until__isnull=True, updated_at__lt=stale) | Q(lease_until__lt=stale)).values_list("id", flat=True))
@@ -152,7 +153,7 @@ def space_of(goal: Goal):
     from swarm.knowledge.variants import template_for
     from swarm.space import goal_space
     wl = workloads.get(goal.workload)
-    shapes = [wl.shape_from_text(s) for s in goal.shapes] or [wl.shapes.typical[0]]
+    shapes = wl.goal_shapes(goal.shapes)
     return goal_space(goal, wl, template_for(goal, wl, DjangoKnowledge(), fingerprint_key(goal.target)), shapes)
 
 

@@ -11,7 +11,7 @@ from int21web.runs import models as m
 from swarm.events import Event
 from swarm.generation import RunRecord
 from swarm.knowledge import rank, subject
-from swarm.types import Budget, Candidate, CandidateDraft, Goal, Lesson, Result
+from swarm.types import Candidate, CandidateDraft, Goal, Lesson, Result
 
 
 def goal_from(spec: dict) -> Goal:

@@ -8,7 +8,7 @@ from int21web.accounts.roles import has_role, role_required
 from int21web.runs import forms, selectors, services
 from int21web.runs import models as m
 from int21web.runs.store import goal_from
-from swarm.generation import GoalError
+from swarm.goals import GoalError
 from swarm.guidance import OPS, GuidanceError
 
 
@@ -151,7 +151,7 @@ def run_control(request, run_id, action):
 def run_guidance(request, run_id):
     run = get_object_or_404(m.Run, pk=run_id)
     try:
-        directive = selectors.directive_from(request.POST)
+        directive = forms.directive_from(request.POST)
         row = services.guidance_post(run_id=run.id, directive=directive, author=request.user)
     except GuidanceError as exc:
         return render(request, "runs/_guidance_result.html", {"error": str(exc)}, status=400)

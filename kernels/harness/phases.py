@@ -14,7 +14,6 @@ are checked against the reference, and a few secretly chosen calls in full.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np

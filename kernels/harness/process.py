@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.harness.sandbox import OUTPUT_CAP, PROJECT_ROOT, ZygoteError, _Drain, minimal_env
+from kernels.harness.sandbox import OUTPUT_CAP, ZygoteError, _Drain, minimal_env
 
 LINE_CAP = 4096          # no protocol line the runner or a server writes is longer
 

@@ -16,7 +16,7 @@ C_HEADERS = {
     "math.h", "stdint.h", "stddef.h", "string.h", "float.h", "limits.h", "stdbool.h",
     "stdlib.h", "omp.h", "immintrin.h", "x86intrin.h", "emmintrin.h", "xmmintrin.h",
     "pmmintrin.h", "tmmintrin.h", "smmintrin.h", "nmmintrin.h", "arm_neon.h", "stdalign.h",
-    "int21/simd.h",  # the harness's own vector helpers (kernels/harness/include)
+    "int21/simd.h", "int21/vec.h",  # the harness's own vector helpers (kernels/harness/include)
 }
 CUDA_HEADERS = {
     "cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "stdint.h", "cstdint", "math_constants.h",

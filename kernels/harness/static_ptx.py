@@ -27,8 +27,8 @@ _STMT = r"(?:^|(?<=[;{}]))\s*"           # the start of a statement
 _LINKAGE = r"(?:\.(?:visible|extern|weak|common)\s+)*"
 
 _RULES = [
-    (rf"(?<![\w$%.])(trap|brkpt|pmevent)(?![\w$])", "stops or signals the GPU (trap, brkpt, pmevent)"),
-    (rf"(?<![\w$%.])(nanosleep)(?![\w$])", "sleeps (a kernel has nothing to wait for)"),
+    (r"(?<![\w$%.])(trap|brkpt|pmevent)(?![\w$])", "stops or signals the GPU (trap, brkpt, pmevent)"),
+    (r"(?<![\w$%.])(nanosleep)(?![\w$])", "sleeps (a kernel has nothing to wait for)"),
     (r"(%globaltimer\w*|%clock\w*)(?![\w$])", "reads a hardware timer register (timing is the harness's job)"),
     (r"(%pm\d\w*)(?![\w$])", "reads a performance-monitor counter"),
     (r"(%envreg\d+)(?![\w$])", "reads the driver's environment registers"),

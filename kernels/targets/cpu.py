@@ -12,7 +12,6 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 

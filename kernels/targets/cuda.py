@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 

@@ -1,7 +1,7 @@
 """Lessons: what earlier runs learned, kept as data with evidence.
 
-``KnowledgeStore`` is the seam (an in-memory one here for tests and the CLI; a Django one
-in ``int21web/swarm``). ``distil`` turns a run's history into lessons.
+``KnowledgeStore`` is the seam (an in-memory one here for tests and the CLI; the Django one
+is ``int21web.runs.store.DjangoKnowledge``). ``distil`` turns a run's history into lessons.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ its run. Its variant is named ``llm_r<run>_c<candidate>``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from kernels.spec import DesignSpace, Param, Template
@@ -101,6 +101,6 @@ def template_for(goal, workload, knowledge, fingerprint: str = "") -> Template:
     tpl = workload.template(goal.target)
     if goal.cold or tpl.variant_param is None:
         return tpl
-    shapes = [workload.shape_from_text(s) for s in goal.shapes] or [workload.shapes.typical[0]]
+    shapes = workload.goal_shapes(goal.shapes)
     found = knowledge.relevant(goal.workload, goal.target, fingerprint, shapes, 500)
     return learned_template(tpl, [lsn for lsn in found if lsn.kind == "variant"])

@@ -250,6 +250,20 @@ def resolve(goal_llm: Mapping | None = None, environ: Mapping[str, str] | None =
     return cfg
 
 
+def goal_llm_problems(goal_llm, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """What is wrong with a goal's model choice, as ``[("llm.<field>", message)]`` (empty: nothing):
+    its own values, and a server it names that this factory may not use (LLM_ALLOWED_BASE_URLS).
+    No model configured anywhere is not a problem of the goal (its model agents stand aside and
+    say why), nor is a bad LLM_* setting of the server's own (``manage.py llm check`` reports it)."""
+    try:
+        resolve(goal_llm, environ)          # validates the goal's choice first
+    except NotConfigured:
+        return []
+    except LLMConfigError as exc:
+        return [(exc.field, exc.message)] if exc.field.split(".")[0] == "llm" else []
+    return []
+
+
 def allowed_base_urls(environ: Mapping[str, str] | None = None) -> set | None:
     """``LLM_ALLOWED_BASE_URLS`` (comma-separated): the servers a goal may choose; unset: any."""
     env = os.environ if environ is None else environ

@@ -1,19 +1,25 @@
-"""`manage.py bench --quick` on one tiny workload and shape with a tiny budget: the report's
-shape (keys, files, tables), never its numbers."""
+"""`python -m bench peers --quick` on one tiny workload and shape with a tiny budget: the
+report's shape (keys, files, tables), never its numbers."""
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
+
+from bench import peers
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def quick_bench(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     docs = out / "benchmarks.md"
-    call_command("bench", "--quick", "--workload", "softmax", "--shape", "softmax=32x256:32x256,64x256",
-                 "--budgets", "2,3", "--seeds", "2", "--sessions", "1", "--min-calls", "5", "--search-min-calls", "5",
-                 "--no-compile", "--out", str(out), "--docs", str(docs))
+    peers.main(["--quick", "--workload", "softmax", "--shape", "softmax=32x256:32x256,64x256",
+                "--budgets", "2,3", "--seeds", "2", "--sessions", "1", "--min-calls", "5", "--search-min-calls", "5",
+                "--no-compile", "--out", str(out), "--docs", str(docs)])
     [json_path] = out.glob("*-quick.json")
     return json.loads(json_path.read_text()), json_path, docs
 
@@ -31,7 +37,7 @@ def test_the_result_states_the_host_the_command_and_the_roofline_measured_in_the
     result, _, _ = quick_bench
     assert {"benchmark", "command", "date", "host", "plan", "roofline", "kernels", "search", "targets",
             "gpu", "seconds", "table"} <= set(result)
-    assert result["command"].startswith("python manage.py bench --quick")
+    assert result["command"].startswith("python -m bench peers --quick --workload softmax")
     assert {"hostname", "fingerprint", "versions", "load_average_at_start",
             "openblas_env_of_bench_process"} <= set(result["host"])
     assert {"copy_gbs", "triad_gbs", "peak_gflops"} <= set(result["roofline"])
@@ -76,13 +82,30 @@ def test_targets_are_marked_and_the_gpu_section_says_why_it_did_not_run(quick_be
 def test_render_rewrites_the_page_and_the_report_from_a_result_without_measuring(quick_bench, tmp_path):
     _, json_path, docs = quick_bench
     again = tmp_path / "again.md"
-    call_command("bench", "--render", str(json_path), "--docs", str(again))
+    assert peers.main(["--render", str(json_path), "--docs", str(again)]) == 0
     assert again.read_text() == docs.read_text()
 
 
-def test_an_unknown_workload_is_refused():
-    with pytest.raises(CommandError, match="unknown workload"):
-        call_command("bench", "--workload", "nope", "--docs", "-")
+def test_an_unknown_workload_is_refused_with_status_2_and_the_reason(capsys):
+    with pytest.raises(SystemExit) as exc:
+        peers.main(["--workload", "nope", "--docs", "-"])
+    assert exc.value.code == 2 and "unknown workload" in capsys.readouterr().err
+
+
+def test_python_m_bench_lists_the_benchmarks_and_refuses_an_unknown_one():
+    """The entry point itself, as `make bench` runs it, with no Django settings in sight."""
+    bare = {"PATH": "/usr/bin:/bin"}
+    listed = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60, env=bare)
+    assert listed.returncode == 0, listed.stderr
+    for name in ("peers", "harness", "swarm", "fleet", "live-latency", "replay", "gpu"):
+        assert f"  {name} " in listed.stdout
+    unknown = subprocess.run([sys.executable, "-m", "bench", "nope"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60)
+    assert unknown.returncode == 2 and "unknown benchmark 'nope'" in unknown.stderr
+    help_text = subprocess.run([sys.executable, "-m", "bench", "peers", "--help"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120, env=bare)
+    assert help_text.returncode == 0 and "--quick" in help_text.stdout, help_text.stderr
 
 
 def test_the_best_points_are_confirmed_and_every_trace_is_scored_with_the_confirmed_figure(quick_bench):

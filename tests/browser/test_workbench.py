@@ -64,7 +64,6 @@ def test_a_new_user_writes_a_goal_starts_a_run_and_steers_it(login, server):
     shot(page, "goal-editor")
     page.click("#save-and-start")
     page.wait_for_url(re.compile(r".*/runs/\d+/$"))
-    run_url = page.url
     # candidates and the chart appear without a reload
     page.wait_for_selector("#candidates tbody tr[data-status='ok']", timeout=180_000)
     page.wait_for_selector("#chart-best .main-svg")

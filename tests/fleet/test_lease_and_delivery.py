@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from int21web.runs import delivery, services
 from int21web.runs import models as m
-from int21web.runs.executor import CeleryExecutor
+from int21web.runs.celery_executor import CeleryExecutor
 from int21web.runs.lease import HOST, Lease
 
 
@@ -118,7 +118,7 @@ def test_recovery_queues_the_driver_of_an_undriven_run(run, django_capture_on_co
 def test_a_candidate_that_loses_its_worker_three_times_is_recorded_as_crashed(candidate, monkeypatch):
     """A kernel that kills whoever evaluates it must not loop forever: after max_attempts lost
     workers the orchestrator records its own verdict as the one finished attempt."""
-    from int21web.runs import executor as ex_module
+    from int21web.runs import celery_executor as ex_module
     monkeypatch.setattr(ex_module, "broker_epoch", lambda: "constant")
     monkeypatch.setattr(ex_module, "queue_size", lambda queue: None)
     ex = CeleryExecutor()

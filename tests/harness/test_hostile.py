@@ -1,4 +1,4 @@
-"""The hostile-candidate suite (HARNESS.md, "Keep the harness honest").
+"""The hostile-candidate suite (docs/harness.md: every kernel is untrusted).
 
 Every ``tests/hostile/*.c`` is a candidate for the softmax entry point with a header::
 

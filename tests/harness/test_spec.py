@@ -84,3 +84,8 @@ def test_a_string_param_in_arithmetic_is_an_error_with_the_expression():
 def test_a_very_long_constraint_is_refused():
     with pytest.raises(SpecError, match="2000 characters"):
         Constraint(" + ".join(["VEC"] * 1000) + " > 0")
+def test_a_goal_without_shapes_searches_the_typical_one():
+    from kernels import workloads
+    wl = workloads.get("softmax")
+    assert wl.goal_shapes([]) == [wl.shapes.typical[0]]
+    assert wl.goal_shapes(["64x256", "32x128"]) == [Shape.of(rows=64, cols=256), Shape.of(rows=32, cols=128)]

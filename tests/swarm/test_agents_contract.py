@@ -35,7 +35,7 @@ LESSON = Lesson(kind="best_config", workload="softmax", target="cpu", fingerprin
                                "score": 5.0}, id=1)
 
 
-# Agents that write lessons instead of proposing kernels (llm_analyst) are tested in test_llm_analyst.py.
+# Agents that write lessons instead of proposing kernels (llm_analyst) are tested in test_llm_units.py.
 PROPOSERS = [n for n in registry.AGENTS if not hasattr(registry.get(n), "reflect")]
 
 

@@ -6,14 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 
 import pytest
 
 from kernels import workloads
 from kernels.harness.evaluator import EvalSettings, Evaluator
 from kernels.spec import Shape
-from kernels.targets import cuda_runner
 from kernels.targets.base import Artifact, CompileFailure
 from kernels.targets.cuda import CudaTarget, nvcc_path, parse_ptxas
 
@@ -255,21 +253,21 @@ def test_the_evaluator_ends_at_compiled_only_with_resources(variant):
 
 @needs_nvcc
 def test_the_evaluator_reports_a_spilling_kernel_as_audit_failed():
-    src = f"""#include <stdint.h>
-extern "C" __global__ __launch_bounds__(1024, 2) void kernel(const float *x, float *y, int64_t rows, int64_t cols) {{
+    src = """#include <stdint.h>
+extern "C" __global__ __launch_bounds__(1024, 2) void kernel(const float *x, float *y, int64_t rows, int64_t cols) {
     float acc[64];
 #pragma unroll
     for (int k = 0; k < 64; k++) acc[k] = x[k * cols + threadIdx.x];
 #pragma unroll
-    for (int it = 0; it < 4; it++) {{
+    for (int it = 0; it < 4; it++) {
 #pragma unroll
         for (int k = 0; k < 64; k++) acc[k] = acc[k] * acc[(k + 1) % 64] + acc[(k + 7) % 64];
-    }}
+    }
     float s = 0;
 #pragma unroll
     for (int k = 0; k < 64; k++) s += acc[k];
     y[threadIdx.x] = s;
-}}
+}
 """
     outcome = Evaluator(EvalSettings()).evaluate(src, {}, "softmax", "cuda")
     assert outcome.status == "audit_failed", outcome.reason

@@ -110,7 +110,7 @@ def test_an_anonymous_caller_gets_a_401_in_json(client):
 def test_a_viewer_reads_but_cannot_write_and_the_403_names_the_role(vic, goal, run):
     assert vic.get("/api/goals").status_code == 200
     assert vic.get(f"/api/runs/{run['id']}").status_code == 200
-    for url, body in ((f"/api/goals", GOAL), (f"/api/goals/{goal['id']}/clone", {}),
+    for url, body in (("/api/goals", GOAL), (f"/api/goals/{goal['id']}/clone", {}),
                       ("/api/runs", {"goal_id": goal["id"]}), (f"/api/runs/{run['id']}/pause", {}),
                       (f"/api/runs/{run['id']}/stop", {}), (f"/api/runs/{run['id']}/guidance", {"op": "stop"})):
         resp = post(vic, url, body)
@@ -298,7 +298,7 @@ def test_an_engineer_starts_pauses_resumes_and_stops_a_run(erin, goal, django_ca
     later = erin.get(f"/api/runs/{rid}/events?after={seqs[0]}").json()
     assert [e["seq"] for e in later] == seqs[1:]
     assert [e["seq"] for e in erin.get(f"/api/runs/{rid}/events?after={seqs[0]}&limit=1").json()] == seqs[1:2]
-    assert erin.get(f"/api/runs?state=running").json()[0]["id"] == rid
+    assert erin.get("/api/runs?state=running").json()[0]["id"] == rid
 
 
 def test_a_paused_run_is_finished_by_stop(erin, run):
@@ -445,7 +445,7 @@ def test_an_unknown_api_path_or_method_is_a_json_4xx(client, vic, goal):
 
 
 def test_garbage_in_query_strings_is_a_4xx(vic, run):
-    for url in (f"/api/runs?state=exploded", f"/api/runs?limit=-1", f"/api/runs?goal=1e99",
+    for url in ("/api/runs?state=exploded", "/api/runs?limit=-1", "/api/runs?goal=1e99",
                 f"/api/runs/{run['id']}/events?after=-3", f"/api/runs/{run['id']}/events?after=99999999999999999999999",
                 f"/api/runs/{run['id']}/candidates?status=%00", "/api/goals?workload=%00",
                 f"/api/runs/{run['id']}/candidates?generation=x", "/api/runs/0", "/api/candidates/-1",

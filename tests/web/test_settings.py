@@ -33,7 +33,8 @@ def test_deploy_checks_pass_with_production_settings():
 
 def test_database_url_switches_to_postgresql():
     code = "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'])"
-    out = subprocess.run([sys.executable, "-c", f"import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE','int21web.settings'); django.setup(); {code}"],
+    setup = "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE','int21web.settings'); django.setup()"
+    out = subprocess.run([sys.executable, "-c", f"{setup}; {code}"],
                          cwd=ROOT, env={**os.environ, "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test"},
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "django.db.backends.postgresql", out.stderr

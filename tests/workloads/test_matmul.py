@@ -1,8 +1,9 @@
-"""matmul workload: inputs, reference, tolerance, design spaces, CPU seeds through the
-evaluator (correct, tuned points correct and timed, subtly wrong kernels rejected), CUDA
-seeds compiled with nvcc without spills and run in a CPU emulation (no GPU needed)."""
+"""matmul, what is particular to it (test_contract.py runs every workload through the common
+checks: inputs, reference, spaces, static checks, seeds through the evaluator, CUDA compiled
+without spills at the points in points.py): independent sums, tolerance, tuned blocked points
+correct and timed, subtly wrong kernels rejected, launch geometry, and the CUDA seeds run in a
+CPU emulation (no GPU needed)."""
 import math
-import re
 import shutil
 import subprocess
 
@@ -11,7 +12,6 @@ import pytest
 
 from kernels import workloads
 from kernels.harness.evaluator import EvalSettings, Evaluator
-from kernels.harness.static import check_source
 from kernels.harness.verify import compare
 from kernels.spec import Shape
 from kernels.targets.base import param_prelude
@@ -114,20 +114,10 @@ def test_flops_bytes_and_output_shape():
 
 # --------------------------------------------------------------------------- design spaces
 
-def test_defaults_and_seeds_are_legal_everywhere():
-    for tpl in (CPU, CUDA):
-        assert tpl.space.violations(tpl.space.default(), ALL_SHAPES) == []
-        for _source, params in tpl.seeds():
-            assert tpl.space.violations(params, ALL_SHAPES) == []
+def test_the_measured_points_are_legal():
+    # (every template's defaults and seeds: test_contract.py)
     for point in [BEST] + [{**BEST, **o} for o in OTHERS]:
         assert CPU.space.violations(point, WL.shapes.typical + WL.shapes.awkward) == []
-
-
-def test_sources_pass_static_checks():
-    for name in CPU.variants:
-        assert check_source(CPU.source(name), "c") == [], name
-    for name in CUDA.variants:
-        assert check_source(CUDA.source(name), "cuda") == [], name
 
 
 def test_cuda_launch_covers_the_output():
@@ -146,13 +136,6 @@ def test_cuda_launch_covers_the_output():
 
 
 # --------------------------------------------------------------------------- CPU, through the evaluator
-
-@pytest.mark.parametrize("variant", list(CPU.variants))
-def test_cpu_seed_is_correct(evaluator, variant):
-    source, params = next((s, p) for s, p in CPU.seeds() if p["ALGO"] == variant)
-    out = evaluator.evaluate(source, params, WL, "cpu")
-    assert out.status == "ok", out.reason
-
 
 @pytest.mark.parametrize("extra", OTHERS, ids=["unpacked-A-col-split", "wide-MR-row-split", "small-blocks-8-threads"])
 def test_cpu_blocked_points_are_correct(evaluator, extra):
@@ -202,43 +185,7 @@ def test_best_point_timed_against_openblas_and_torch():
     assert out.speedup["numpy"] > 0.3
 
 
-# --------------------------------------------------------------------------- CUDA, compile only
-
-CUDA_POINTS = [dict(p) for _s, p in CUDA.seeds()] + [
-    {**CUDA.space.default(), "ALGO": "tiled", "TILE": 32},
-    {**CUDA.space.default(), "ALGO": "regblock", "BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-    {**CUDA.space.default(), "ALGO": "regblock", "BM": 32, "BN": 32, "BK": 32, "TM": 4, "TN": 8},
-    {**CUDA.space.default(), "ALGO": "regblock", "BM": 32, "BN": 128, "BK": 8, "TM": 1, "TN": 4},
-]
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("params", CUDA_POINTS, ids=lambda p: "-".join(str(v) for v in p.values()))
-def test_cuda_compiles_without_spills(params, tmp_path):
-    assert CUDA.space.violations(params, ALL_SHAPES) == []
-    src = tmp_path / "kernel.cu"
-    src.write_text(param_prelude(params) + CUDA.source(params["ALGO"]))
-    r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"),
-                        str(src)], capture_output=True, text=True, timeout=120)
-    log = r.stdout + r.stderr
-    assert r.returncode == 0, log
-    spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)]
-    assert spills and not any(spills), log
-    assert re.search(r"Used \d+ registers", log), log
-
-
-def test_cuda_seeds_through_the_evaluator():
-    from kernels import targets
-    ok, why = targets.get("cuda").available()
-    if not ok:
-        pytest.skip(why)
-    ev = Evaluator(EvalSettings(timing=False))
-    for source, params in CUDA.seeds():
-        out = ev.evaluate(source, params, WL, "cuda")
-        # compiled_only without a GPU; with one, the seeds must also be correct
-        assert out.status in ("compiled_only", "ok"), out.reason
-        assert out.resources.get("spill_store_bytes") == 0
-
+# --------------------------------------------------------------------------- CUDA, in a CPU emulation
 
 # A CPU emulation of the CUDA execution model (one std::thread per CUDA thread, a
 # std::barrier per block for __syncthreads, blocks in turn): no GPU here, so this is what

@@ -44,7 +44,7 @@ def goal_create(request, payload: GoalIn):
 def goal_validate(request, payload: GoalCheckIn):
     need(request, "viewer", "checking a goal")
     goal = goal_of(payload)
-    from swarm.generation import check_goal
+    from swarm.goals import check_goal
     check_goal(goal)
     space = services.space_of(goal)
     return {"ok": True, "space": space.to_json(), "space_size": space.size()}
@@ -85,13 +85,12 @@ def goal_space(request, goal_id: Id):
              summary="Built-in workloads: signatures, template spaces, baselines")
 def workload_list(request, name: Optional[str] = Query(None, max_length=64, description="only this one")):
     need(request, "viewer", "reading workloads")
-    from int21web.harness.management.commands.workloads import describe
     from kernels import workloads
     names = workloads.names()
     if name is not None:
         if name not in names:
             raise not_found("workload", repr(name))
         names = [name]
-    return [describe(workloads.get(n)) for n in names]
+    return [workloads.get(n).describe() for n in names]
 
 

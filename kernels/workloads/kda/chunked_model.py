@@ -51,7 +51,7 @@ def kda_chunked(q, k, v, g, beta, scale, chunk: int = 64, prec: int = 3) -> np.n
     f = np.float32
     B, T, H, K = q.shape
     V = v.shape[-1]
-    C, nb = chunk, chunk // SUB
+    C = chunk
     o = np.zeros((B, T, H, V), f)
     for b in range(B):
         for h in range(H):

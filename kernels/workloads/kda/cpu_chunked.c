@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <int21/simd.h>
 
 #ifndef THREADS
 #define THREADS 1
@@ -29,53 +28,9 @@
 #define CHUNK 16
 #endif
 
-#if VEC == 16 && !defined(__AVX512F__)
-#undef VEC
-#define VEC 8
-#endif
-#if VEC == 8 && !(defined(__AVX2__) && defined(__FMA__))
-#undef VEC
-#define VEC 1
-#endif
-
-#if VEC == 16
-typedef __m512 vf;
-#define VLOAD(p) _mm512_load_ps(p)
-#define VSTORE(p, x) _mm512_store_ps(p, x)
-#define VSET1(x) _mm512_set1_ps(x)
-#define VZERO() _mm512_setzero_ps()
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VFNMA(a, b, c) _mm512_fnmadd_ps(a, b, c)
-#define VMUL(a, b) _mm512_mul_ps(a, b)
-#define VSUB(a, b) _mm512_sub_ps(a, b)
-#define VADD(a, b) _mm512_add_ps(a, b)
-#define VPUT(w, x, lane) _mm512_mask_blend_ps((__mmask16)(1u << (lane)), w, x)   /* w[lane] = x */
-#elif VEC == 8
-typedef __m256 vf;
-#define VLOAD(p) _mm256_load_ps(p)
-#define VSTORE(p, x) _mm256_store_ps(p, x)
-#define VSET1(x) _mm256_set1_ps(x)
-#define VZERO() _mm256_setzero_ps()
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VFNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
-#define VSUB(a, b) _mm256_sub_ps(a, b)
-#define VADD(a, b) _mm256_add_ps(a, b)
-#define VPUT(w, x, lane) _mm256_blendv_ps(w, x, _mm256_castsi256_ps(_mm256_cmpeq_epi32( \
-        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(lane))))
-#else
-typedef float vf;
-#define VLOAD(p) (*(p))
-#define VSTORE(p, x) (*(p) = (x))
-#define VSET1(x) (x)
-#define VZERO() 0.0f
-#define VFMA(a, b, c) ((a) * (b) + (c))
-#define VFNMA(a, b, c) ((c) - (a) * (b))
-#define VMUL(a, b) ((a) * (b))
-#define VSUB(a, b) ((a) - (b))
-#define VADD(a, b) ((a) + (b))
-#define VPUT(w, x, lane) (x)
-#endif
+/* vf and its vocabulary (VLOADA/VSTOREA: the slices are aligned to whole vectors); VEC 16
+ * falls back to 8 and 8 to 1 where the host lacks them */
+#include <int21/vec.h>
 
 #define CH CHUNK
 #define VW (2 * VEC)      /* columns per register block */
@@ -102,26 +57,26 @@ static void gemm_rows(const float *restrict M, int64_t ldm, int64_t rows, const 
             float *o0 = out + i0 * Vp + jv;
             vf a00, a01, a10, a11, a20, a21, a30, a31;
             if (accumulate) {
-                a00 = VLOAD(o0); a01 = VLOAD(o0 + VEC);
-                a10 = VLOAD(o0 + Vp); a11 = VLOAD(o0 + Vp + VEC);
-                a20 = VLOAD(o0 + 2 * Vp); a21 = VLOAD(o0 + 2 * Vp + VEC);
-                a30 = VLOAD(o0 + 3 * Vp); a31 = VLOAD(o0 + 3 * Vp + VEC);
+                a00 = VLOADA(o0); a01 = VLOADA(o0 + VEC);
+                a10 = VLOADA(o0 + Vp); a11 = VLOADA(o0 + Vp + VEC);
+                a20 = VLOADA(o0 + 2 * Vp); a21 = VLOADA(o0 + 2 * Vp + VEC);
+                a30 = VLOADA(o0 + 3 * Vp); a31 = VLOADA(o0 + 3 * Vp + VEC);
             } else {
                 a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = VZERO();
             }
             const float *xc = X + jv;
             for (int64_t c = 0; c < nc; c++, xc += Vp) {
-                vf s0 = VLOAD(xc), s1 = VLOAD(xc + VEC);
+                vf s0 = VLOADA(xc), s1 = VLOADA(xc + VEC);
                 vf x0 = VSET1(m0[c]), x1 = VSET1(m1[c]), x2 = VSET1(m2[c]), x3 = VSET1(m3[c]);
                 a00 = VFMA(x0, s0, a00); a01 = VFMA(x0, s1, a01);
                 a10 = VFMA(x1, s0, a10); a11 = VFMA(x1, s1, a11);
                 a20 = VFMA(x2, s0, a20); a21 = VFMA(x2, s1, a21);
                 a30 = VFMA(x3, s0, a30); a31 = VFMA(x3, s1, a31);
             }
-            VSTORE(o0, a00); VSTORE(o0 + VEC, a01);
-            VSTORE(o0 + Vp, a10); VSTORE(o0 + Vp + VEC, a11);
-            VSTORE(o0 + 2 * Vp, a20); VSTORE(o0 + 2 * Vp + VEC, a21);
-            VSTORE(o0 + 3 * Vp, a30); VSTORE(o0 + 3 * Vp + VEC, a31);
+            VSTOREA(o0, a00); VSTOREA(o0 + VEC, a01);
+            VSTOREA(o0 + Vp, a10); VSTOREA(o0 + Vp + VEC, a11);
+            VSTOREA(o0 + 2 * Vp, a20); VSTOREA(o0 + 2 * Vp + VEC, a21);
+            VSTOREA(o0 + 3 * Vp, a30); VSTOREA(o0 + 3 * Vp + VEC, a31);
         }
     }
 }
@@ -135,23 +90,23 @@ static void state_update(float *restrict S, const float *restrict gam, const flo
         for (int64_t jv = 0; jv < Vp; jv += VW) {
             float *s = S + c0 * Vp + jv;
             vf g0 = VSET1(gam[c0]), g1 = VSET1(gam[c0 + 1]), g2 = VSET1(gam[c0 + 2]), g3 = VSET1(gam[c0 + 3]);
-            vf a00 = VMUL(g0, VLOAD(s)), a01 = VMUL(g0, VLOAD(s + VEC));
-            vf a10 = VMUL(g1, VLOAD(s + Vp)), a11 = VMUL(g1, VLOAD(s + Vp + VEC));
-            vf a20 = VMUL(g2, VLOAD(s + 2 * Vp)), a21 = VMUL(g2, VLOAD(s + 2 * Vp + VEC));
-            vf a30 = VMUL(g3, VLOAD(s + 3 * Vp)), a31 = VMUL(g3, VLOAD(s + 3 * Vp + VEC));
+            vf a00 = VMUL(g0, VLOADA(s)), a01 = VMUL(g0, VLOADA(s + VEC));
+            vf a10 = VMUL(g1, VLOADA(s + Vp)), a11 = VMUL(g1, VLOADA(s + Vp + VEC));
+            vf a20 = VMUL(g2, VLOADA(s + 2 * Vp)), a21 = VMUL(g2, VLOADA(s + 2 * Vp + VEC));
+            vf a30 = VMUL(g3, VLOADA(s + 3 * Vp)), a31 = VMUL(g3, VLOADA(s + 3 * Vp + VEC));
             const float *ui = U + jv;
             for (int64_t i = 0; i < L; i++, ui += Vp) {
-                vf u0 = VLOAD(ui), u1 = VLOAD(ui + VEC);
+                vf u0 = VLOADA(ui), u1 = VLOADA(ui + VEC);
                 vf x0 = VSET1(h0[i]), x1 = VSET1(h1[i]), x2 = VSET1(h2[i]), x3 = VSET1(h3[i]);
                 a00 = VFMA(x0, u0, a00); a01 = VFMA(x0, u1, a01);
                 a10 = VFMA(x1, u0, a10); a11 = VFMA(x1, u1, a11);
                 a20 = VFMA(x2, u0, a20); a21 = VFMA(x2, u1, a21);
                 a30 = VFMA(x3, u0, a30); a31 = VFMA(x3, u1, a31);
             }
-            VSTORE(s, a00); VSTORE(s + VEC, a01);
-            VSTORE(s + Vp, a10); VSTORE(s + Vp + VEC, a11);
-            VSTORE(s + 2 * Vp, a20); VSTORE(s + 2 * Vp + VEC, a21);
-            VSTORE(s + 3 * Vp, a30); VSTORE(s + 3 * Vp + VEC, a31);
+            VSTOREA(s, a00); VSTOREA(s + VEC, a01);
+            VSTOREA(s + Vp, a10); VSTOREA(s + Vp + VEC, a11);
+            VSTOREA(s + 2 * Vp, a20); VSTOREA(s + 2 * Vp + VEC, a21);
+            VSTOREA(s + 3 * Vp, a30); VSTOREA(s + 3 * Vp + VEC, a31);
         }
     }
     for (; c0 < K; c0++) {
@@ -159,13 +114,13 @@ static void state_update(float *restrict S, const float *restrict gam, const flo
         for (int64_t jv = 0; jv < Vp; jv += VW) {
             float *s = S + c0 * Vp + jv;
             vf g0 = VSET1(gam[c0]);
-            vf a00 = VMUL(g0, VLOAD(s)), a01 = VMUL(g0, VLOAD(s + VEC));
+            vf a00 = VMUL(g0, VLOADA(s)), a01 = VMUL(g0, VLOADA(s + VEC));
             const float *ui = U + jv;
             for (int64_t i = 0; i < L; i++, ui += Vp) {
                 vf x0 = VSET1(h0[i]);
-                a00 = VFMA(x0, VLOAD(ui), a00); a01 = VFMA(x0, VLOAD(ui + VEC), a01);
+                a00 = VFMA(x0, VLOADA(ui), a00); a01 = VFMA(x0, VLOADA(ui + VEC), a01);
             }
-            VSTORE(s, a00); VSTORE(s + VEC, a01);
+            VSTOREA(s, a00); VSTOREA(s + VEC, a01);
         }
     }
 }
@@ -246,25 +201,25 @@ static void head(const float *q, const float *k, const float *v, const float *g,
                 float *wc = Wt + jv * VEC;
                 int64_t c = 0;
                 for (; c + 2 <= K; c += 2, wc += 2 * CH) {
-                    vf w0 = VMUL(VSET1(di[c]), VLOAD(wc));
-                    vf w1 = VMUL(VSET1(di[c + 1]), VLOAD(wc + CH));
+                    vf w0 = VMUL(VSET1(di[c]), VLOADA(wc));
+                    vf w1 = VMUL(VSET1(di[c + 1]), VLOADA(wc + CH));
                     if (jv == last) {
                         w0 = VPUT(w0, VSET1(ki[c]), i % VEC);
                         w1 = VPUT(w1, VSET1(ki[c + 1]), i % VEC);
                     }
-                    VSTORE(wc, w0);
-                    VSTORE(wc + CH, w1);
+                    VSTOREA(wc, w0);
+                    VSTOREA(wc + CH, w1);
                     a0 = VFMA(VSET1(ki[c]), w0, a0); p0 = VFMA(VSET1(qi[c]), w0, p0);
                     a1 = VFMA(VSET1(ki[c + 1]), w1, a1); p1 = VFMA(VSET1(qi[c + 1]), w1, p1);
                 }
                 if (c < K) {
-                    vf w0 = VMUL(VSET1(di[c]), VLOAD(wc));
+                    vf w0 = VMUL(VSET1(di[c]), VLOADA(wc));
                     if (jv == last) w0 = VPUT(w0, VSET1(ki[c]), i % VEC);
-                    VSTORE(wc, w0);
+                    VSTOREA(wc, w0);
                     a0 = VFMA(VSET1(ki[c]), w0, a0); p0 = VFMA(VSET1(qi[c]), w0, p0);
                 }
-                VSTORE(A + i * CH + jv * VEC, VMUL(VSET1(bi), VADD(a0, a1)));
-                VSTORE(P + i * CH + jv * VEC, VMUL(VSET1(scale), VADD(p0, p1)));
+                VSTOREA(A + i * CH + jv * VEC, VMUL(VSET1(bi), VADD(a0, a1)));
+                VSTOREA(P + i * CH + jv * VEC, VMUL(VSET1(scale), VADD(p0, p1)));
             }
             for (int64_t j = i; j < CH; j++) A[i * CH + j] = 0.0f;     /* strictly lower */
             for (int64_t j = i + 1; j < CH; j++) P[i * CH + j] = 0.0f;

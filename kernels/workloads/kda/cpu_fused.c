@@ -20,7 +20,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <int21/simd.h>
 
 #ifndef THREADS
 #define THREADS 1
@@ -41,40 +40,9 @@
 #define VGROUPS 1
 #endif
 
-#if VEC == 16 && !defined(__AVX512F__)
-#undef VEC
-#define VEC 8
-#endif
-#if VEC == 8 && !(defined(__AVX2__) && defined(__FMA__))
-#undef VEC
-#define VEC 1
-#endif
-
-#if VEC == 16
-typedef __m512 vf;
-#define VLOAD(p) _mm512_load_ps(p)
-#define VSTORE(p, x) _mm512_store_ps(p, x)
-#define VSET1(x) _mm512_set1_ps(x)
-#define VZERO() _mm512_setzero_ps()
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VMUL(a, b) _mm512_mul_ps(a, b)
-#elif VEC == 8
-typedef __m256 vf;
-#define VLOAD(p) _mm256_load_ps(p)
-#define VSTORE(p, x) _mm256_store_ps(p, x)
-#define VSET1(x) _mm256_set1_ps(x)
-#define VZERO() _mm256_setzero_ps()
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
-#else
-typedef float vf;
-#define VLOAD(p) (*(p))
-#define VSTORE(p, x) (*(p) = (x))
-#define VSET1(x) (x)
-#define VZERO() 0.0f
-#define VFMA(a, b, c) ((a) * (b) + (c))
-#define VMUL(a, b) ((a) * (b))
-#endif
+/* vf and its vocabulary (VLOADA/VSTOREA: the slices are aligned to whole vectors); VEC 16
+ * falls back to 8 and 8 to 1 where the host lacks them */
+#include <int21/vec.h>
 
 #define BW (BV * VEC)
 #define FOLD_LO 8.67361738e-19f    /* 2^-60 */
@@ -99,7 +67,7 @@ static inline void pass(float *restrict S, const float *restrict u, float *restr
     vf uv[BV], ao[BV], aa[BV];
     #pragma GCC unroll 8
     for (int j = 0; j < BV; j++) {
-        uv[j] = VLOAD(u + j * VEC);
+        uv[j] = VLOADA(u + j * VEC);
         ao[j] = VZERO();
         aa[j] = VZERO();
     }
@@ -113,21 +81,21 @@ static inline void pass(float *restrict S, const float *restrict u, float *restr
         float *sr = S + r * BW;
         #pragma GCC unroll 8
         for (int j = 0; j < BV; j++) {
-            vf s = VLOAD(sr + j * VEC);
+            vf s = VLOADA(sr + j * VEC);
 #if SCALED
             s = VFMA(kr, uv[j], s);
 #else
             s = VFMA(kr, uv[j], VMUL(dr, s));
 #endif
-            VSTORE(sr + j * VEC, s);
+            VSTOREA(sr + j * VEC, s);
             ao[j] = VFMA(qr, s, ao[j]);
             aa[j] = VFMA(cr, s, aa[j]);
         }
     }
     #pragma GCC unroll 8
     for (int j = 0; j < BV; j++) {
-        VSTORE(ob + j * VEC, ao[j]);
-        VSTORE(a + j * VEC, aa[j]);
+        VSTOREA(ob + j * VEC, ao[j]);
+        VSTOREA(a + j * VEC, aa[j]);
     }
 }
 

@@ -10,7 +10,6 @@
  *            ignored when VEC == 1                                                      */
 #include <math.h>
 #include <stdint.h>
-#include <immintrin.h>
 
 #ifndef THREADS
 #define THREADS 1
@@ -28,65 +27,9 @@
 #define NT 0
 #endif
 
-#if VEC == 16 && !defined(__AVX512F__)
-#undef VEC
-#define VEC 8
-#endif
-#if VEC == 8 && !(defined(__AVX2__) && defined(__FMA__))
-#undef VEC
-#define VEC 1
-#endif
-#if VEC == 1
-#undef NT
-#define NT 0
-#endif
-
-/* ------------------------------------------------------------------ vector vocabulary */
-#if VEC == 16
-typedef __m512 vf;
-#define VLOAD(p) _mm512_loadu_ps(p)
-#define VSTORE(p, v) _mm512_storeu_ps(p, v)
-#define VSTREAM(p, v) _mm512_stream_ps(p, v)
-#define VMUL(a, b) _mm512_mul_ps(a, b)
-#define VADD(a, b) _mm512_add_ps(a, b)
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VSET1(s) _mm512_set1_ps(s)
-#define VZERO() _mm512_setzero_ps()
-#define VHSUM(v) _mm512_reduce_add_ps(v)
-static inline vf vload_tail(const float *p, int64_t k) {
-    return _mm512_maskz_loadu_ps((__mmask16)((1u << k) - 1u), p);
-}
-static inline void vstore_tail(float *p, vf v, int64_t k) {
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << k) - 1u), v);
-}
-#elif VEC == 8
-typedef __m256 vf;
-#define VLOAD(p) _mm256_loadu_ps(p)
-#define VSTORE(p, v) _mm256_storeu_ps(p, v)
-#define VSTREAM(p, v) _mm256_stream_ps(p, v)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
-#define VADD(a, b) _mm256_add_ps(a, b)
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VSET1(s) _mm256_set1_ps(s)
-#define VZERO() _mm256_setzero_ps()
-static inline float VHSUM(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-static inline __m256i tail_mask(int64_t k) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-static inline vf vload_tail(const float *p, int64_t k) { return _mm256_maskload_ps(p, tail_mask(k)); }
-static inline void vstore_tail(float *p, vf v, int64_t k) { _mm256_maskstore_ps(p, tail_mask(k), v); }
-#endif
-
-#if NT
-#define VOUT(p, v) VSTREAM(p, v)
-#else
-#define VOUT(p, v) VSTORE(p, v)
-#endif
+/* vf, VLOAD/VSTORE/VOUT, tail masks; VEC 16 falls back to 8 and 8 to 1 where the host lacks
+ * them, and NT is 0 at VEC 1 */
+#include <int21/vec.h>
 
 /* ------------------------------------------------------------------ one row */
 #if VEC == 1

@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <float.h>
-#include <int21/simd.h>
 
 #ifndef THREADS
 #define THREADS 1
@@ -32,18 +31,10 @@
 #else
 #define PREFETCH_NEXT(c) ((void)0)
 #endif
-#if NT
-#define STORE16(p, v) _mm512_stream_ps(p, v)
-#define STORE8(p, v) _mm256_stream_ps(p, v)
-#else
-#define STORE16(p, v) _mm512_storeu_ps(p, v)
-#define STORE8(p, v) _mm256_storeu_ps(p, v)
-#endif
 
-#if VEC == 16 && !defined(__AVX512F__)
-#undef VEC
-#define VEC 8
-#endif
+/* vf and its vocabulary at VEC lanes (VOUT streams y when NT); VEC 16 falls back to 8 where
+ * the host lacks AVX-512 */
+#include <int21/vec.h>
 
 #if FAST_EXP
 #define EXPF(x) i21_expf(x)
@@ -54,26 +45,16 @@
 static void row(const float *xr, float *yr, int64_t cols, const float *xn) {
     int64_t c = 0;
     float m = -FLT_MAX, s = 0.0f;
-#if VEC == 16
-    __m512 vm = _mm512_set1_ps(-FLT_MAX), vs = _mm512_setzero_ps();
-    for (; c + 16 <= cols; c += 16) {
-        __m512 v = _mm512_loadu_ps(xr + c);
-        __m512 nm = _mm512_max_ps(vm, v);
-        vs = _mm512_add_ps(_mm512_mul_ps(vs, i21_exp16(_mm512_sub_ps(vm, nm))), i21_exp16(_mm512_sub_ps(v, nm)));
+#if VEC > 1
+    vf vm = VSET1(-FLT_MAX), vs = VZERO();
+    for (; c + VEC <= cols; c += VEC) {
+        vf v = VLOAD(xr + c);
+        vf nm = VMAX(vm, v);
+        vs = VADD(VMUL(vs, VEXP(VSUB(vm, nm))), VEXP(VSUB(v, nm)));
         vm = nm;
     }
-    m = i21_hmax16(vm);
-    s = i21_hsum16(_mm512_mul_ps(vs, i21_exp16(_mm512_sub_ps(vm, _mm512_set1_ps(m)))));
-#elif VEC == 8
-    __m256 vm = _mm256_set1_ps(-FLT_MAX), vs = _mm256_setzero_ps();
-    for (; c + 8 <= cols; c += 8) {
-        __m256 v = _mm256_loadu_ps(xr + c);
-        __m256 nm = _mm256_max_ps(vm, v);
-        vs = _mm256_add_ps(_mm256_mul_ps(vs, i21_exp8(_mm256_sub_ps(vm, nm))), i21_exp8(_mm256_sub_ps(v, nm)));
-        vm = nm;
-    }
-    m = i21_hmax8(vm);
-    s = i21_hsum8(_mm256_mul_ps(vs, i21_exp8(_mm256_sub_ps(vm, _mm256_set1_ps(m)))));
+    m = VHMAX(vm);
+    s = VHSUM(VMUL(vs, VEXP(VSUB(vm, VSET1(m)))));
 #endif
     for (; c < cols; c++) {
         float nm = xr[c] > m ? xr[c] : m;
@@ -85,17 +66,11 @@ static void row(const float *xr, float *yr, int64_t cols, const float *xn) {
 #if NT && VEC > 1  /* a scalar peel up to the vector alignment of yr the streaming stores need */
     for (; c < cols && ((uintptr_t)(yr + c) & (VEC * sizeof(float) - 1)); c++) yr[c] = i21_expf(xr[c] - m) * inv;
 #endif
-#if VEC == 16
-    __m512 bm = _mm512_set1_ps(m), bi = _mm512_set1_ps(inv);
-    for (; c + 16 <= cols; c += 16) {
+#if VEC > 1
+    vf bm = VSET1(m), bi = VSET1(inv);
+    for (; c + VEC <= cols; c += VEC) {
         PREFETCH_NEXT(c);
-        STORE16(yr + c, _mm512_mul_ps(i21_exp16(_mm512_sub_ps(_mm512_loadu_ps(xr + c), bm)), bi));
-    }
-#elif VEC == 8
-    __m256 bm = _mm256_set1_ps(m), bi = _mm256_set1_ps(inv);
-    for (; c + 8 <= cols; c += 8) {
-        PREFETCH_NEXT(c);
-        STORE8(yr + c, _mm256_mul_ps(i21_exp8(_mm256_sub_ps(_mm256_loadu_ps(xr + c), bm)), bi));
+        VOUT(yr + c, VMUL(VEXP(VSUB(VLOAD(xr + c), bm)), bi));
     }
 #endif
     for (; c < cols; c++) yr[c] = EXPF(xr[c] - m) * inv;

@@ -13,7 +13,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <float.h>
-#include <int21/simd.h>
 
 #ifndef THREADS
 #define THREADS 1
@@ -34,47 +33,14 @@
 #define PF 0
 #endif
 #define STAGE_MAX 8192
-
-#if VEC == 16 && !defined(__AVX512F__)
+#if VEC < 8   /* vector-only (the space never asks for less): a narrower VEC builds the AVX2 path */
 #undef VEC
 #define VEC 8
 #endif
-#if VEC == 16
-#define W 16
-#define VF __m512
-#define LOAD _mm512_loadu_ps
-#define SET1 _mm512_set1_ps
-#define VMAX _mm512_max_ps
-#define VADD _mm512_add_ps
-#define VMUL _mm512_mul_ps
-#define VZERO _mm512_setzero_ps
-#define FMSUB _mm512_fmsub_ps
-#define EXP2 i21_exp2_16
-#define HMAX i21_hmax16
-#define HSUM i21_hsum16
-#define STREAM _mm512_stream_ps
-#define STOREU _mm512_storeu_ps
-#else
-#define W 8
-#define VF __m256
-#define LOAD _mm256_loadu_ps
-#define SET1 _mm256_set1_ps
-#define VMAX _mm256_max_ps
-#define VADD _mm256_add_ps
-#define VMUL _mm256_mul_ps
-#define VZERO _mm256_setzero_ps
-#define FMSUB _mm256_fmsub_ps
-#define EXP2 i21_exp2_8
-#define HMAX i21_hmax8
-#define HSUM i21_hsum8
-#define STREAM _mm256_stream_ps
-#define STOREU _mm256_storeu_ps
-#endif
-#if NT
-#define STORE_Y STREAM
-#else
-#define STORE_Y STOREU
-#endif
+
+/* vf and its vocabulary at VEC lanes (VOUT streams y when NT); VEC 16 falls back to 8 where
+ * the host lacks AVX-512 */
+#include <int21/vec.h>
 #if FAST_EXP
 #define EXPF(x) i21_expf(x)
 #else
@@ -84,10 +50,10 @@
 
 static float row_max(const float *xr, int64_t cols) {
     int64_t c = 0;
-    VF vm0 = SET1(-FLT_MAX), vm1 = vm0;
-    for (; c + 2 * W <= cols; c += 2 * W) { vm0 = VMAX(vm0, LOAD(xr + c)); vm1 = VMAX(vm1, LOAD(xr + c + W)); }
-    for (; c + W <= cols; c += W) vm0 = VMAX(vm0, LOAD(xr + c));
-    float m = HMAX(VMAX(vm0, vm1));
+    vf vm0 = VSET1(-FLT_MAX), vm1 = vm0;
+    for (; c + 2 * VEC <= cols; c += 2 * VEC) { vm0 = VMAX(vm0, VLOAD(xr + c)); vm1 = VMAX(vm1, VLOAD(xr + c + VEC)); }
+    for (; c + VEC <= cols; c += VEC) vm0 = VMAX(vm0, VLOAD(xr + c));
+    float m = VHMAX(VMAX(vm0, vm1));
     for (; c < cols; c++) m = xr[c] > m ? xr[c] : m;
     return m;
 }
@@ -97,52 +63,52 @@ static float row_max(const float *xr, int64_t cols) {
  * same loop, so its DRAM writes overlap this row's exp work. */
 static float row_exp(const float *xr, int64_t cols, float m, float *buf, const float *xn,
                      float *yp, const float *bp, float ip) {
-    const VF log2e = SET1(I21_LOG2E), ml2e = SET1(m * I21_LOG2E), vi = SET1(ip);
-    VF vs0 = VZERO(), vs1 = VZERO();
+    const vf log2e = VSET1(I21_LOG2E), ml2e = VSET1(m * I21_LOG2E), vi = VSET1(ip);
+    vf vs0 = VZERO(), vs1 = VZERO();
     float s = 0.0f;
     int64_t c = 0;
-    for (; c + 2 * W <= cols; c += 2 * W) {
+    for (; c + 2 * VEC <= cols; c += 2 * VEC) {
 #if PF
-        if (xn) { _mm_prefetch((const char *)(xn + c), _MM_HINT_T1); _mm_prefetch((const char *)(xn + c + W), _MM_HINT_T1); }
+        if (xn) { _mm_prefetch((const char *)(xn + c), _MM_HINT_T1); _mm_prefetch((const char *)(xn + c + VEC), _MM_HINT_T1); }
 #endif
-        VF e0 = EXP2(FMSUB(LOAD(xr + c), log2e, ml2e));
-        VF e1 = EXP2(FMSUB(LOAD(xr + c + W), log2e, ml2e));
-        STOREU(buf + c, e0); STOREU(buf + c + W, e1);
+        vf e0 = VEXP2(VFMSUB(VLOAD(xr + c), log2e, ml2e));
+        vf e1 = VEXP2(VFMSUB(VLOAD(xr + c + VEC), log2e, ml2e));
+        VSTORE(buf + c, e0); VSTORE(buf + c + VEC, e1);
         vs0 = VADD(vs0, e0);
         vs1 = VADD(vs1, e1);
-        if (yp) { STORE_Y(yp + c, VMUL(LOAD(bp + c), vi)); STORE_Y(yp + c + W, VMUL(LOAD(bp + c + W), vi)); }
+        if (yp) { VOUT(yp + c, VMUL(VLOAD(bp + c), vi)); VOUT(yp + c + VEC, VMUL(VLOAD(bp + c + VEC), vi)); }
     }
     for (; c < cols; c++) { float e = EXPF(xr[c] - m); buf[c] = e; s += e; }
-    if (yp) for (c = cols - cols % (2 * W); c < cols; c++) yp[c] = bp[c] * ip;
-    return s + HSUM(VADD(vs0, vs1));
+    if (yp) for (c = cols - cols % (2 * VEC); c < cols; c++) yp[c] = bp[c] * ip;
+    return s + VHSUM(VADD(vs0, vs1));
 }
 
 static void row_scale(float *yr, const float *buf, int64_t cols, float inv) {
-    const VF vi = SET1(inv);
+    const vf vi = VSET1(inv);
     int64_t c = 0;
 #if NT
-    for (; c < cols && ((uintptr_t)(yr + c) & (W * sizeof(float) - 1)); c++) yr[c] = buf[c] * inv;
+    for (; c < cols && ((uintptr_t)(yr + c) & (VEC * sizeof(float) - 1)); c++) yr[c] = buf[c] * inv;
 #endif
-    for (; c + W <= cols; c += W) STORE_Y(yr + c, VMUL(LOAD(buf + c), vi));
+    for (; c + VEC <= cols; c += VEC) VOUT(yr + c, VMUL(VLOAD(buf + c), vi));
     for (; c < cols; c++) yr[c] = buf[c] * inv;
 }
 
 /* Rows longer than the buffer: exp twice, once for the sum and once for the output. */
 static void row_long(const float *xr, float *yr, int64_t cols) {
     const float m = row_max(xr, cols);
-    const VF log2e = SET1(I21_LOG2E), ml2e = SET1(m * I21_LOG2E);
-    VF vs = VZERO();
+    const vf log2e = VSET1(I21_LOG2E), ml2e = VSET1(m * I21_LOG2E);
+    vf vs = VZERO();
     float s = 0.0f;
     int64_t c = 0;
-    for (; c + W <= cols; c += W) vs = VADD(vs, EXP2(FMSUB(LOAD(xr + c), log2e, ml2e)));
+    for (; c + VEC <= cols; c += VEC) vs = VADD(vs, VEXP2(VFMSUB(VLOAD(xr + c), log2e, ml2e)));
     for (; c < cols; c++) s += EXPF(xr[c] - m);
-    const float inv = 1.0f / (s + HSUM(vs));
-    const VF vi = SET1(inv);
+    const float inv = 1.0f / (s + VHSUM(vs));
+    const vf vi = VSET1(inv);
     c = 0;
 #if NT
-    for (; c < cols && ((uintptr_t)(yr + c) & (W * sizeof(float) - 1)); c++) yr[c] = EXPF(xr[c] - m) * inv;
+    for (; c < cols && ((uintptr_t)(yr + c) & (VEC * sizeof(float) - 1)); c++) yr[c] = EXPF(xr[c] - m) * inv;
 #endif
-    for (; c + W <= cols; c += W) STORE_Y(yr + c, VMUL(EXP2(FMSUB(LOAD(xr + c), log2e, ml2e)), vi));
+    for (; c + VEC <= cols; c += VEC) VOUT(yr + c, VMUL(VEXP2(VFMSUB(VLOAD(xr + c), log2e, ml2e)), vi));
     for (; c < cols; c++) yr[c] = EXPF(xr[c] - m) * inv;
 }
 
@@ -162,7 +128,7 @@ static void rows(const float *x, float *y, int64_t r0, int64_t r1, int64_t cols,
             const float *xnn = r + 2 < r1 ? xn + cols : 0;
             const float m = row_max(xn, cols);
             float s;
-            if (!NT || !((uintptr_t)yr & (W * sizeof(float) - 1))) {
+            if (!NT || !((uintptr_t)yr & (VEC * sizeof(float) - 1))) {
                 s = row_exp(xn, cols, m, nxt, xnn, yr, cur, inv);
             } else {
                 row_scale(yr, cur, cols, inv);

@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <float.h>
-#include <int21/simd.h>
 
 #ifndef THREADS
 #define THREADS 1
@@ -39,10 +38,8 @@
 #define PREFETCH_NEXT(c) ((void)0)
 #endif
 
-#if VEC == 16 && !defined(__AVX512F__)
-#undef VEC
-#define VEC 8
-#endif
+/* vf and its vocabulary at VEC lanes; VEC 16 falls back to 8 where the host lacks AVX-512 */
+#include <int21/vec.h>
 
 #if FAST_EXP
 #define EXPF(x) i21_expf(x)
@@ -53,68 +50,36 @@
 static void row(const float *xr, float *yr, int64_t cols, const float *xn) {
     int64_t c = 0;
     float m = -FLT_MAX, s = 0.0f;
-#if VEC == 16
-    __m512 vm = _mm512_set1_ps(-FLT_MAX), vs = _mm512_setzero_ps();
-    for (; c + 16 <= cols; c += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(xr + c));
-    m = i21_hmax16(vm);
+#if VEC > 1
+    vf vm = VSET1(-FLT_MAX), vs = VZERO();
+    for (; c + VEC <= cols; c += VEC) vm = VMAX(vm, VLOAD(xr + c));
+    m = VHMAX(vm);
     for (; c < cols; c++) m = xr[c] > m ? xr[c] : m;
-    __m512 bm = _mm512_set1_ps(m);
+    vf bm = VSET1(m);
 #if NT
-    for (c = 0; c + 16 <= cols; c += 16) {
+    for (c = 0; c + VEC <= cols; c += VEC) {
         PREFETCH_NEXT(c);
-        vs = _mm512_add_ps(vs, i21_exp16(_mm512_sub_ps(_mm512_loadu_ps(xr + c), bm)));
+        vs = VADD(vs, VEXP(VSUB(VLOAD(xr + c), bm)));
     }
-    s = i21_hsum16(vs);
+    s = VHSUM(vs);
     for (; c < cols; c++) s += i21_expf(xr[c] - m);
     float inv = 1.0f / s;
-    __m512 vi = _mm512_set1_ps(inv);
-    for (c = 0; c < cols && ((uintptr_t)(yr + c) & 63); c++) yr[c] = i21_expf(xr[c] - m) * inv;
-    for (; c + 16 <= cols; c += 16)
-        _mm512_stream_ps(yr + c, _mm512_mul_ps(i21_exp16(_mm512_sub_ps(_mm512_loadu_ps(xr + c), bm)), vi));
+    vf vi = VSET1(inv);
+    for (c = 0; c < cols && ((uintptr_t)(yr + c) & (VEC * sizeof(float) - 1)); c++) yr[c] = i21_expf(xr[c] - m) * inv;
+    for (; c + VEC <= cols; c += VEC)
+        VSTREAM(yr + c, VMUL(VEXP(VSUB(VLOAD(xr + c), bm)), vi));
     for (; c < cols; c++) yr[c] = i21_expf(xr[c] - m) * inv;
 #else
-    for (c = 0; c + 16 <= cols; c += 16) {
+    for (c = 0; c + VEC <= cols; c += VEC) {
         PREFETCH_NEXT(c);
-        __m512 e = i21_exp16(_mm512_sub_ps(_mm512_loadu_ps(xr + c), bm));
-        _mm512_storeu_ps(yr + c, e);
-        vs = _mm512_add_ps(vs, e);
+        vf e = VEXP(VSUB(VLOAD(xr + c), bm));
+        VSTORE(yr + c, e);
+        vs = VADD(vs, e);
     }
-    s = i21_hsum16(vs);
+    s = VHSUM(vs);
     for (; c < cols; c++) { yr[c] = i21_expf(xr[c] - m); s += yr[c]; }
-    __m512 inv = _mm512_set1_ps(1.0f / s);
-    for (c = 0; c + 16 <= cols; c += 16) _mm512_storeu_ps(yr + c, _mm512_mul_ps(_mm512_loadu_ps(yr + c), inv));
-    for (; c < cols; c++) yr[c] *= 1.0f / s;
-#endif
-#elif VEC == 8
-    __m256 vm = _mm256_set1_ps(-FLT_MAX), vs = _mm256_setzero_ps();
-    for (; c + 8 <= cols; c += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(xr + c));
-    m = i21_hmax8(vm);
-    for (; c < cols; c++) m = xr[c] > m ? xr[c] : m;
-    __m256 bm = _mm256_set1_ps(m);
-#if NT
-    for (c = 0; c + 8 <= cols; c += 8) {
-        PREFETCH_NEXT(c);
-        vs = _mm256_add_ps(vs, i21_exp8(_mm256_sub_ps(_mm256_loadu_ps(xr + c), bm)));
-    }
-    s = i21_hsum8(vs);
-    for (; c < cols; c++) s += i21_expf(xr[c] - m);
-    float inv = 1.0f / s;
-    __m256 vi = _mm256_set1_ps(inv);
-    for (c = 0; c < cols && ((uintptr_t)(yr + c) & 31); c++) yr[c] = i21_expf(xr[c] - m) * inv;
-    for (; c + 8 <= cols; c += 8)
-        _mm256_stream_ps(yr + c, _mm256_mul_ps(i21_exp8(_mm256_sub_ps(_mm256_loadu_ps(xr + c), bm)), vi));
-    for (; c < cols; c++) yr[c] = i21_expf(xr[c] - m) * inv;
-#else
-    for (c = 0; c + 8 <= cols; c += 8) {
-        PREFETCH_NEXT(c);
-        __m256 e = i21_exp8(_mm256_sub_ps(_mm256_loadu_ps(xr + c), bm));
-        _mm256_storeu_ps(yr + c, e);
-        vs = _mm256_add_ps(vs, e);
-    }
-    s = i21_hsum8(vs);
-    for (; c < cols; c++) { yr[c] = i21_expf(xr[c] - m); s += yr[c]; }
-    __m256 inv = _mm256_set1_ps(1.0f / s);
-    for (c = 0; c + 8 <= cols; c += 8) _mm256_storeu_ps(yr + c, _mm256_mul_ps(_mm256_loadu_ps(yr + c), inv));
+    vf inv = VSET1(1.0f / s);
+    for (c = 0; c + VEC <= cols; c += VEC) VSTORE(yr + c, VMUL(VLOAD(yr + c), inv));
     for (; c < cols; c++) yr[c] *= 1.0f / s;
 #endif
 #else

@@ -69,7 +69,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void kernel(const float *x, float
     const float4 *xv = reinterpret_cast<const float4 *>(xr + head);
     float4 *yv = reinterpret_cast<float4 *>(yr + head);
 #else
-    const int64_t head = cols, nvec = 0, tail = cols;
+    const int64_t head = cols, tail = cols;      /* no vector middle */
 #endif
 
     float m = NEG_INF;

@@ -8,7 +8,7 @@ from int21web.api.routes.goals import goal_row
 from int21web.api.schemas import GoalCheckIn, GoalIn, goal_of
 from int21web.runs import services
 from int21web.runs.store import goal_from
-from swarm.generation import check_goal
+from swarm.goals import check_goal
 
 
 class Command(cli.ApiCommand):

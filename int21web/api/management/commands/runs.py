@@ -4,7 +4,7 @@
 import sys
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from int21web.accounts.roles import require
 from int21web.api import cli, selectors
@@ -104,9 +104,9 @@ class Command(cli.ApiCommand):
         # Embedded mode: this process's broker ends with it, so the run is driven here, with the
         # embedded evaluation workers (what `manage.py swarm` does).
         from int21web.runs.embedded import embedded_worker
-        from int21web.runs.management.commands.swarm import Progress
+        from swarm.progress import RunProgress
         goal = goal_from({**row.spec, **(overrides or {})})
-        progress = Progress(sys.stderr, goal.budget.evaluations)
+        progress = RunProgress(sys.stderr, goal.budget.evaluations)
         with embedded_worker():
             run_id = services.run_start(goal=goal, started_by=who, goal_row=row, also=[progress])
             self.stderr.write(f"run {run_id}: {goal.workload} on {goal.target}, driven here (embedded mode)")

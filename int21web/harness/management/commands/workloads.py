@@ -3,7 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from kernels import targets, workloads
+from kernels import workloads
 
 
 class Command(BaseCommand):
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **opts):
-        data = [describe(wl) for wl in workloads.all_workloads()]
+        data = [wl.describe() for wl in workloads.all_workloads()]
         if opts["json"]:
             self.stdout.write(json.dumps({"workloads": data}))
             return
@@ -33,21 +33,3 @@ class Command(BaseCommand):
                     self.stdout.write(f"      constraint: {c['expr']}  ({c['message']})")
             self.stdout.write(f"  baselines: {', '.join(d['baselines'])}\n")
 
-
-def describe(wl) -> dict:
-    return {
-        "name": wl.name,
-        "description": wl.description,
-        "args": [{"name": a.name, "kind": a.kind} for a in wl.args],
-        "tolerance": wl.tolerance.describe(),
-        "distributions": list(wl.distributions),
-        "shapes": {k: [s.label() for s in getattr(wl.shapes, k)] for k in ("typical", "awkward", "minimal", "held_out")},
-        "targets": {
-            name: {"signature": wl.signature(name), "variants": list(t.variants),
-                   "space": t.space.to_json(), "space_size": t.space.size()}
-            for name, t in wl.templates.items()
-        },
-        "baselines": [f"{b.name} ({tname}{', strong' if b.strong else ''}{', opt-in' if not b.default else ''})"
-                      for tname, bl in wl.baselines.items() for b in bl],
-        "available_targets": [n for n in targets.names()],
-    }

@@ -2,66 +2,15 @@
 [--seed S] [--cold] [--confirm N] [--json] | --resume RUN_ID"""
 import json
 import sys
-import time
 
 from django.core.management.base import BaseCommand, CommandError
 
 from int21web.runs import models as m
 from int21web.runs import services
 from int21web.runs.embedded import embedded_worker
-from swarm.generation import GoalError
+from swarm.goals import GoalError
+from swarm.progress import RunProgress
 from swarm.types import Budget, Goal
-
-
-class Progress:
-    """An EventSink that draws a one-line progress bar on stderr."""
-
-    def __init__(self, stream, budget: int):
-        self.stream, self.budget = stream, budget
-        self.tty = stream.isatty()
-        self.gen = self.evals = 0
-        self.best = 0.0
-        self.versus = ""
-        self.confirming = False
-        self.started = time.monotonic()
-
-    def emit(self, run_id, event):
-        d = event.data
-        if event.kind == "generation_started":
-            self.gen = d["generation"]
-        elif event.kind == "candidate_evaluated":
-            self.evals += 1
-        elif event.kind == "new_best":
-            self.best = d["score"]
-            if d["speedup"]:
-                self.versus = min(d["speedup"], key=d["speedup"].get)
-        elif event.kind == "generation_finished" and not self.tty:
-            self._draw(end="\n")
-            return
-        elif event.kind == "candidate_confirmed":
-            runs = " ".join(f"{x:.2f}" for x in d["measurements"])
-            if self.tty and not self.confirming:   # end the bar's line once, before the first
-                self.stream.write("\n")
-            self.confirming = True
-            self.stream.write(f"confirmed #{d['candidate_id']}: {runs} → median {d['score']:.2f}x\n")
-            return
-        elif event.kind == "run_finished":
-            if d.get("best"):
-                self.best = d["best"]["score"]   # the confirmed figure
-            self._draw(end="\n")
-            self.stream.write(f"finished: {d['reason']}\n")
-            return
-        if self.tty:
-            self._draw(end="")
-
-    def _draw(self, end):
-        width = 30
-        done = min(width, int(width * self.evals / max(self.budget, 1)))
-        bar = "█" * done + "·" * (width - done)
-        vs = f" vs {self.versus}" if self.versus else ""
-        self.stream.write(f"\r[{bar}] gen {self.gen:>3} · {self.evals:>4}/{self.budget} evaluations · "
-                          f"best {self.best:.2f}x{vs} · {time.monotonic() - self.started:5.0f}s{end}")
-        self.stream.flush()
 
 
 class Command(BaseCommand):
@@ -105,7 +54,7 @@ class Command(BaseCommand):
                         population=o["population"], seed=o["seed"], cold=o["cold"], confirm_top=o["confirm"])
             budget = o["budget"]
             run_id = None
-        progress = Progress(sys.stderr, budget)
+        progress = RunProgress(sys.stderr, budget)
         with embedded_worker():
             if run_id is None:
                 try:

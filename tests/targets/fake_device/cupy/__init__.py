@@ -13,6 +13,8 @@ import time
 import types
 from pathlib import Path
 
+import numpy as np
+
 _SETTINGS = Path(__file__).resolve().parents[1] / "settings.json"
 
 
@@ -21,8 +23,6 @@ def _setting(key, default):
         return json.loads(_SETTINGS.read_text()).get(key, default)
     except (OSError, ValueError):
         return default
-
-import numpy as np
 
 float32, uint32, int64 = np.float32, np.uint32, np.int64
 

@@ -1,6 +1,7 @@
 """The swarm's Executor over Celery: one task per candidate attempt on the goal's target
 queue, results read back from the database (each task writes its Evaluation row, see
-``runs.delivery``).
+``runs.delivery``). The in-process executor, for tests and benchmarks, is
+``swarm.executors.LocalExecutor``: the same harness, so a verdict does not depend on which ran.
 
 While it waits, the executor also keeps delivery honest:
 - an attempt whose heartbeat went stale (its worker was killed, its host vanished) is marked

@@ -55,14 +55,26 @@ DENY_X86_64 = {
 }
 CLONE, CLONE3, TGKILL = 56, 435, 234
 
+# Profiles: what each kind of sandboxed work may not do on top of nothing. "kernel" is the
+# candidate child's filter (DENY_X86_64 exactly). "capture" is the own-ops capture child,
+# which runs a user's problem file with torch loaded: also no directory listings (nothing
+# to learn about the host to smuggle out in the graph it returns) and no anonymous files.
+PROFILES = {
+    "kernel": {},
+    "capture": {"getdents": 78, "getdents64": 217, "memfd_create": 319},
+}
+
 
 def _ins(code, k, jt=0, jf=0) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def program(pid: int) -> bytes:
+def program(pid: int, profile: str = "kernel") -> bytes:
     """The filter: arch check, clone3 → ENOSYS (glibc falls back to clone), clone only
-    for threads, tgkill only at ourselves, the deny list → kill, everything else allowed."""
+    for threads, tgkill only at ourselves, the deny list (plus the profile's extras) → kill,
+    everything else allowed."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown seccomp profile {profile!r}; known: {', '.join(PROFILES)}")
     kill = _ins(RET_K, SECCOMP_RET_KILL_PROCESS)
     allow = _ins(RET_K, SECCOMP_RET_ALLOW)
     out = [
@@ -76,21 +88,21 @@ def program(pid: int) -> bytes:
     out += [_ins(JEQ_K, CLONE3, 0, 1), _ins(RET_K, SECCOMP_RET_ERRNO | ENOSYS)]
     out += [_ins(JEQ_K, CLONE, 0, 4), _ins(LD_W_ABS, 16), _ins(JSET_K, CLONE_THREAD, 1, 0), kill, allow]
     out += [_ins(JEQ_K, TGKILL, 0, 4), _ins(LD_W_ABS, 16), _ins(JEQ_K, pid, 1, 0), kill, allow]
-    for nr in sorted(set(DENY_X86_64.values())):
+    for nr in sorted(set(DENY_X86_64.values()) | set(PROFILES[profile].values())):
         out += [_ins(JEQ_K, nr, 0, 1), kill]
     out.append(allow)
     return b"".join(out)
 
 
-def install() -> str | None:
-    """Install the filter on this process (and its future threads). None on success,
-    else why not."""
+def install(profile: str = "kernel") -> str | None:
+    """Install the filter of ``profile`` on this process (and its future threads). None on
+    success, else why not."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         return f"seccomp filter not available on {platform.system()}/{platform.machine()}"
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"no_new_privs failed: {os.strerror(ctypes.get_errno())}"
-    prog = program(os.getpid())
+    prog = program(os.getpid(), profile)
     buf = ctypes.create_string_buffer(prog, len(prog))
 
     class SockFprog(ctypes.Structure):

@@ -44,4 +44,4 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], *, keep: Callable[[str], 
         for r in set(n.refs()):
             if last_use.get(r) == i and r not in outputs and (keep is None or not keep(r)):
                 env.pop(r, None)
-    return [np.ascontiguousarray(env[o], dtype=np.float64) for o in graph.outputs]
+    return [np.array(env[o], dtype=np.float64, order="C") for o in graph.outputs]

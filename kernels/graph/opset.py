@@ -87,7 +87,7 @@ UNARY: dict[str, Callable] = {
     "reciprocal": lambda x, a: 1.0 / x,
     "tanh": lambda x, a: np.tanh(x),
     "sigmoid": lambda x, a: _sigmoid(x),
-    "relu": lambda x, a: np.where(x > 0, x, 0.0 * x),
+    "relu": lambda x, a: np.where(np.isnan(x), x, np.maximum(x, 0.0)),
     "erf": lambda x, a: _erf(x),
     "gelu": lambda x, a: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
     "gelu_tanh": lambda x, a: _gelu_tanh(x),

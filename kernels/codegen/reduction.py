@@ -1,0 +1,478 @@
+"""Reduction groups: reductions over one domain with their prologue and epilogue, one pass
+over memory plus passes over cache-resident rows.
+
+The domain is the reductions' input shape; its dims split into *outer* dims (kept) and
+*reduced* dims. Per outer index (a "row"), the group runs passes over the reduced dims:
+each pass computes every reduction whose inputs are ready (softmax: the max, then the sum of
+exp(x - max); a norm: the mean, then the variance), per-row values are computed between
+passes (rsqrt(var + eps)), and a last pass writes the full-size outputs. Prologue ops are
+inlined into every pass that reads them.
+
+Two loop shapes, chosen by layout:
+
+- ``row``: the innermost dim is reduced. Outer dims are the parallel loop; reduced dims are
+  walked inside, the innermost vectorised with ``omp simd reduction``.
+- ``column``: the innermost dim is kept (e.g. a sum over dim 1 of ``[B, C, H]``). Rows are
+  vectorised across it in blocks of COLS, each lane accumulating its own row while the
+  reduced dims are walked.
+
+Knobs: THREADS, VEC, COLS (column). Deterministic: each row is reduced by one thread in a
+fixed order.
+"""
+from __future__ import annotations
+
+import math
+
+from kernels.codegen import loops
+from kernels.codegen.affine import Affine
+from kernels.codegen.expr import Emitter, NeedsBuffer, Reg, count_ops, loads, regs
+from kernels.codegen.family import Ctx, GroupCode
+from kernels.codegen.partition import row_shape, squeezed
+from kernels.spec import Param
+
+INIT = {"sum": "0.0f", "mean": "0.0f", "prod": "1.0f", "amax": "-INFINITY", "amin": "INFINITY", "var": "0.0f"}
+CLAUSE = {"sum": "+", "mean": "+", "var": "+", "prod": "*", "amax": "max", "amin": "min"}
+
+
+def row_map(dom, red, shape) -> Affine:
+    """The map from the domain onto a per-row value of ``shape`` (squeeze-equal to the row
+    shape): its dims of size > 1 follow the outer dims of size > 1, in order."""
+    outer = [d for d in range(len(dom)) if d not in red and dom[d] > 1]
+    const, coef, k = [], [], 0
+    for s in shape:
+        row = [0] * len(dom)
+        if s > 1:
+            row[outer[k]] = 1
+            k += 1
+        const.append(0)
+        coef.append(tuple(row))
+    return Affine(tuple(const), tuple(coef))
+
+
+class ReductionFamily:
+    name = "reduction"
+
+    def emit(self, group, ctx: Ctx) -> GroupCode:
+        return _Emit(group, ctx).code()
+
+
+class _Emit:
+    def __init__(self, g, ctx: Ctx):
+        self.g, self.ctx = g, ctx
+        self.dom, self.red = tuple(g.domain), set(g.reduce_dims)
+        self.values = ctx.graph.values()
+        self.row_shape = row_shape(self.dom, self.red)
+        members = set(g.members)
+        self.reductions = [m for m in g.members if m in g.anchors]
+        self.rows = [m for m in g.members if m not in g.anchors and self._rowlike(m)]
+        self.full = [m for m in g.outputs if m not in self.reductions and m not in self.rows]
+        for m in self.full:
+            if self.values[m].shape != self.dom:
+                raise NeedsBuffer(m, f"{m} has neither the row nor the full shape of its reduction group")
+        self.members = members
+        self.canon = self._canonical()
+        self._exclude = None
+        self.trees = ctx.trees(self.dom, special=self._special)
+        inner = max((d for d in range(len(self.dom)) if self.dom[d] > 1), default=None)
+        self.column = inner is not None and inner not in self.red
+
+    def _rowlike(self, m) -> bool:
+        shape = self.values[m].shape
+        return squeezed(shape) == squeezed(self.row_shape) and math.prod(shape) == math.prod(self.row_shape)
+
+    def _canonical(self):
+        strides, acc = [0] * len(self.dom), 1
+        for d in reversed(range(len(self.dom))):
+            if d not in self.red:
+                strides[d] = acc if self.dom[d] > 1 else 0
+                acc *= self.dom[d]
+        return tuple(strides)
+
+    def _special(self, name, m):
+        if name == self._exclude or (name not in self.reductions and name not in self.rows):
+            return None
+        off, strides = m.offset(self.values[name].shape)
+        canon = tuple(s if self.dom[d] > 1 else 0 for d, s in enumerate(self.canon))
+        got = tuple(s if self.dom[d] > 1 else 0 for d, s in enumerate(strides))
+        if off != 0 or got != canon:
+            raise NeedsBuffer(name, f"{name} is read across rows of its reduction")
+        return Reg(name)
+
+    def _row_tree(self, name):
+        self._exclude = name
+        try:
+            return self.trees.build(name, row_map(self.dom, self.red, self.values[name].shape))
+        finally:
+            self._exclude = None
+
+    # ------------------------------------------------------------------ schedule
+
+    def schedule(self):
+        """Pass index of each reduction (var takes two), availability of each row value."""
+        node = self.ctx.plan.nodes
+        self.red_tree = {r: self.trees.build(node[r].args[0]) for r in self.reductions}
+        self.row_tree = {r: self._row_tree(r) for r in self.rows}
+        done_after: dict[str, int] = {}       # value -> last pass it needs (-1: before pass 0)
+        pending = list(self.reductions) + list(self.rows)
+        for _ in range(len(pending) * 2 + 2):
+            progress = False
+            for v in list(pending):
+                tree = self.red_tree.get(v) if v in self.reductions else self.row_tree[v]
+                need = regs(tree)
+                if not need <= set(done_after):
+                    continue
+                ready = max((done_after[n] for n in need), default=-1)
+                if v in self.reductions:
+                    start = ready + 1
+                    done_after[v] = start + (1 if node[v].op == "var" else 0)
+                    self.start = getattr(self, "start", {})
+                    self.start[v] = start
+                else:
+                    done_after[v] = ready
+                pending.remove(v)
+                progress = True
+            if not pending or not progress:
+                break
+        if pending:
+            raise NeedsBuffer(pending[0], "the reductions of a group depend on each other in a cycle")
+        self.done_after = done_after
+        self.passes = max((done_after[r] for r in self.reductions), default=-1) + 1
+
+    # ------------------------------------------------------------------ code
+
+    def code(self) -> GroupCode:
+        self.schedule()
+        ctx, k = self.ctx, self.ctx.knob
+        n_red = math.prod(self.dom[d] for d in self.red)
+        outer_n = math.prod(self.dom) // n_red
+        for v in self.g.outputs:
+            ctx.write(v)
+        all_trees = list(self.red_tree.values()) + list(self.row_tree.values()) + \
+            [self.trees.build(v) for v in self.full]
+        ops = sum(count_ops(t) for t in all_trees) + 2
+        work = math.prod(self.dom) * ops * (self.passes + 1)
+        params = [ctx.threads_param(work), Param(k("VEC"), "choice", choices=(0, 8, 16), default=16,
+                                                   help="simdlen of the inner loops (0: GCC's choice)")]
+        if self.column:
+            params.append(Param(k("COLS"), "choice", choices=(8, 16, 32, 64), default=16,
+                                help="rows reduced side by side, one per vector lane"))
+            body = self._column()
+        else:
+            body = self._row()
+        loaded = 4 * math.prod(self.dom) * max(1, len({ld.buf for t in all_trees for ld in loads(t)}))
+        written = sum(4 * math.prod(self.values[v].shape) for v in self.g.outputs)
+        summary = {"family": "reduction", "shape": list(self.dom), "dims": sorted(self.red),
+                   "reductions": [self.ctx.plan.nodes[r].op for r in self.reductions],
+                   "ops": [self.ctx.plan.nodes[m].op for m in self.g.members][:32], "layout":
+                   "column" if self.column else "row", "matches": self._matches()}
+        return GroupCode(body, params=params, helpers=self.helpers, flops=float(work), bytes=float(loaded + written),
+                         summary=summary)
+
+    def _matches(self) -> str | None:
+        ops = [self.ctx.plan.nodes[m].op for m in self.g.members]
+        last = max(self.red) == len(self.dom) - 1 and len(self.red) == 1
+        if not last:
+            return None
+        if sorted(ops) == sorted(["amax", "sub", "exp", "sum", "div"]):
+            return "softmax"
+        if ops.count("mean") == 2 and "rsqrt" in ops and "sub" in ops:
+            return "layernorm"
+        if ops.count("mean") == 1 and "rsqrt" in ops and "sub" not in ops:
+            return "rmsnorm"
+        return None
+
+    def _loop_dims(self, trees_list, order):
+        """Coalesced loop dims over the domain permuted into ``order``, outer and reduced
+        dims kept apart."""
+        dom_p = [self.dom[d] for d in order]
+        stride_lists = []
+        for t in trees_list:
+            for ld in loads(t):
+                stride_lists.append(tuple(ld.strides[d] for d in order))
+        for v in self.full:
+            off, st = Affine.identity(self.dom).offset(self.dom)
+            stride_lists.append(tuple(st[d] for d in order))
+        keep = {i for i, d in enumerate(order) if d in self.red}
+        return dom_p, loops.coalesce(dom_p, stride_lists, keep_apart=keep), keep
+
+    def _row(self) -> str:
+        ctx, k = self.ctx, self.ctx.knob
+        order = [d for d in range(len(self.dom)) if d not in self.red] + sorted(self.red)
+        trees_all = list(self.red_tree.values()) + list(self.row_tree.values()) + \
+            [self.trees.build(v) for v in self.full]
+        dom_p, dims, keep = self._loop_dims(trees_all, order)
+        classes = [all(order[d] in self.red for d in grp) for grp in dims.groups]
+        outer_sizes = [s for s, c in zip(dims.sizes, classes) if not c]
+        inner_sizes = [s for s, c in zip(dims.sizes, classes) if c]
+        onames = [f"o{i}" for i in range(len(outer_sizes))]
+        inames = [f"i{i}" for i in range(len(inner_sizes))]
+        index, oi, ii = [], 0, 0
+        for c in classes:
+            if c:
+                index.append(inames[ii])
+                ii += 1
+            else:
+                index.append(onames[oi])
+                oi += 1
+        perm = lambda t: loops.remap(_permute(t, order), dims)   # noqa: E731
+        lines = []
+        self.helpers = set()
+        if outer_sizes:
+            clause = f" collapse({len(outer_sizes)})" if len(outer_sizes) > 1 else ""
+            lines.append(f"#pragma omp parallel for num_threads({k('THREADS')}){clause} schedule(static)")
+        heads, ind = loops.for_loops(outer_sizes, onames, "")
+        lines += heads
+        rowem = Emitter(index, ind, prefix="w")
+        self._rows_ready(-1, rowem, perm, lines)
+        for p in range(self.passes):
+            accs = self._pass_accs(p)
+            for name, op, _ in accs:
+                lines.append(f"{ind}float acc_{name} = {INIT[op]};")
+            clause = "".join(f" reduction({CLAUSE[op]}:acc_{name})" for name, op, _ in accs)
+            heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
+            lines += heads
+            lines.append(_simd(k, clause))
+            lines.append(f"{ind2}for (int64_t {inames[-1]} = 0; {inames[-1]} < {inner_sizes[-1]}; "
+                         f"{inames[-1]}++) {{")
+            em = Emitter(index, ind2 + "    ", regs=dict(self._regmap))
+            for name, op, tree in accs:
+                val = em.value(perm(tree))
+                lines += em.lines
+                em.lines = []
+                lines.append(ind2 + "    " + _accumulate(name, op, val))
+            self.helpers |= em.helpers
+            lines.append(ind2 + "}")
+            lines += loops.close(len(inner_sizes) - 1, ind2)
+            self._finish_pass(p, accs, lines, ind)
+            self._rows_ready(p, rowem, perm, lines)
+        self._store_rows(rowem, perm, lines, ind)
+        if self.full:
+            heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
+            lines += heads
+            lines.append(_simd(k, ""))
+            lines.append(f"{ind2}for (int64_t {inames[-1]} = 0; {inames[-1]} < {inner_sizes[-1]}; "
+                         f"{inames[-1]}++) {{")
+            em = Emitter(index, ind2 + "    ", regs=dict(self._regmap), prefix="f")
+            vals = [(v, em.value(perm(self.trees.build(v)))) for v in self.full]
+            lines += em.lines
+            for v, val in vals:
+                off, st = Affine.identity(self.dom).offset(self.dom)
+                addr = _addr(off, loops.merged_strides(tuple(st[d] for d in order), dims), index)
+                lines.append(f"{ind2}    {ctx.names[v]}[{addr}] = {val};")
+            self.helpers |= em.helpers
+            lines.append(ind2 + "}")
+            lines += loops.close(len(inner_sizes) - 1, ind2)
+        lines += loops.close(len(outer_sizes), ind)
+        self.helpers |= rowem.helpers
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ column layout
+
+    def _column(self) -> str:
+        ctx, k = self.ctx, self.ctx.knob
+        vdim = max(d for d in range(len(self.dom)) if self.dom[d] > 1)
+        outer = [d for d in range(len(self.dom)) if d not in self.red and d != vdim and self.dom[d] > 1]
+        reds = [d for d in sorted(self.red) if self.dom[d] > 1]
+        nv = self.dom[vdim]
+        index = [None] * len(self.dom)
+        for i, d in enumerate(outer):
+            index[d] = f"o{i}"
+        for i, d in enumerate(reds):
+            index[d] = f"r{i}"
+        index[vdim] = "(vb + j)"
+        lines = []
+        self.helpers = set()
+        cols = k("COLS")
+        nblocks = f"(({nv} + {cols} - 1) / {cols})"
+        clause = f" collapse({len(outer) + 1})" if outer else ""
+        lines.append(f"#pragma omp parallel for num_threads({k('THREADS')}){clause} schedule(static)")
+        heads, ind = loops.for_loops([self.dom[d] for d in outer], [f"o{i}" for i in range(len(outer))], "")
+        lines += heads
+        lines.append(f"{ind}for (int64_t blk = 0; blk < {nblocks}; blk++) {{")
+        ind += "    "
+        lines.append(f"{ind}const int64_t vb = blk * {cols};")
+        lines.append(f"{ind}const int64_t vn = {nv} - vb < {cols} ? {nv} - vb : {cols};")
+        self._regmap = {}
+        ident = lambda t: t   # noqa: E731
+        self._col_rows(-1, index, lines, ind, ident)
+        for p in range(self.passes):
+            accs = self._pass_accs(p)
+            for name, op, _ in accs:
+                lines.append(f"{ind}float acc_{name}[{cols}];")
+                lines.append(f"{ind}for (int64_t j = 0; j < {cols}; j++) acc_{name}[j] = {INIT[op]};")
+            heads, ind2 = loops.for_loops([self.dom[d] for d in reds], [f"r{i}" for i in range(len(reds))], ind)
+            lines += heads
+            lines.append(_simd(k, ""))
+            lines.append(f"{ind2}for (int64_t j = 0; j < vn; j++) {{")
+            em = Emitter(index, ind2 + "    ", regs={n: f"{c}[j]" for n, c in self._regmap.items()})
+            for name, op, tree in accs:
+                val = em.value(tree)
+                lines += em.lines
+                em.lines = []
+                lines.append(ind2 + "    " + _accumulate(name, op, val, "[j]"))
+            self.helpers |= em.helpers
+            lines.append(ind2 + "}")
+            lines += loops.close(len(reds), ind2)
+            self._finish_pass(p, accs, lines, ind, column=True)
+            self._col_rows(p, index, lines, ind, ident)
+        self._col_store_rows(index, lines, ind)
+        if self.full:
+            heads, ind2 = loops.for_loops([self.dom[d] for d in reds], [f"r{i}" for i in range(len(reds))], ind)
+            lines += heads
+            lines.append(_simd(k, ""))
+            lines.append(f"{ind2}for (int64_t j = 0; j < vn; j++) {{")
+            em = Emitter(index, ind2 + "    ", regs={n: f"{c}[j]" for n, c in self._regmap.items()}, prefix="f")
+            vals = [(v, em.value(self.trees.build(v))) for v in self.full]
+            lines += em.lines
+            for v, val in vals:
+                off, st = Affine.identity(self.dom).offset(self.dom)
+                lines.append(f"{ind2}    {ctx.names[v]}[{_addr(off, st, index)}] = {val};")
+            self.helpers |= em.helpers
+            lines.append(ind2 + "}")
+            lines += loops.close(len(reds), ind2)
+        lines.append(ind[:-4] + "}")
+        lines += loops.close(len(outer), ind[:-4])
+        return "\n".join(lines)
+
+    def _col_rows(self, p, index, lines, ind, _):
+        ready = [r for r in self.rows if self.done_after[r] == p]
+        if not ready:
+            return
+        cols = self.ctx.knob("COLS")
+        for r in ready:
+            lines.append(f"{ind}float row_{r}[{cols}];")
+        lines.append(_simd(self.ctx.knob, ""))
+        lines.append(f"{ind}for (int64_t j = 0; j < vn; j++) {{")
+        em = Emitter(index, ind + "    ", regs={n: f"{c}[j]" for n, c in self._regmap.items()}, prefix="w")
+        for r in ready:
+            val = em.value(self.row_tree[r])
+            lines += em.lines
+            em.lines = []
+            lines.append(f"{ind}    row_{r}[j] = {val};")
+        self.helpers |= em.helpers
+        lines.append(f"{ind}}}")
+        for r in ready:
+            self._regmap[r] = f"row_{r}"
+
+    def _col_store_rows(self, index, lines, ind):
+        stored = [v for v in self.g.outputs if v in self.rows or v in self.reductions]
+        if not stored:
+            return
+        lines.append(f"{ind}for (int64_t j = 0; j < vn; j++) {{")
+        for v in stored:
+            off, st = row_map(self.dom, self.red, self.values[v].shape).offset(self.values[v].shape)
+            lines.append(f"{ind}    {self.ctx.names[v]}[{_addr(off, st, index)}] = {self._regmap[v]}[j];")
+        lines.append(f"{ind}}}")
+
+    # ------------------------------------------------------------------ shared pieces
+
+    def _pass_accs(self, p):
+        """(accumulator name, op, tree) of pass ``p``; a var's second stage reads its mean."""
+        out = []
+        for r in self.reductions:
+            op = self.ctx.plan.nodes[r].op
+            if self.start[r] == p:
+                out.append((r if op != "var" else f"{r}_m", "sum" if op == "var" else op, self.red_tree[r]))
+            elif op == "var" and self.start[r] + 1 == p:
+                from kernels.codegen.expr import Apply
+                dev = Apply("sub", (self.red_tree[r], Reg(f"{r}_mean")), ())
+                out.append((r, "var", Apply("mul", (dev, dev), ())))
+        return out
+
+    def _finish_pass(self, p, accs, lines, ind, column=False):
+        n = math.prod(self.dom[d] for d in self.red)
+        cols = self.ctx.knob("COLS") if column else None
+        if not hasattr(self, "_regmap"):
+            self._regmap = {}
+        for name, op, _ in accs:
+            node = self.ctx.plan.nodes.get(name)
+            if name.endswith("_m") and name[:-2] in self.reductions and self.ctx.plan.nodes[name[:-2]].op == "var":
+                base = name[:-2]
+                expr = f"acc_{name}{{j}} * {1.0 / n!r}f"
+                target = f"{base}_mean"
+            else:
+                base = name
+                target = name
+                if op == "mean":
+                    expr = f"acc_{name}{{j}} * {1.0 / n!r}f"
+                elif op == "var":
+                    corr = node.attrs.get("correction", 1.0)
+                    expr = f"acc_{name}{{j}} / {float(n - corr)!r}f"
+                else:
+                    expr = f"acc_{name}{{j}}"
+            if column:
+                lines.append(f"{ind}float red_{target}[{cols}];")
+                lines.append(f"{ind}for (int64_t j = 0; j < vn; j++) red_{target}[j] = {expr.format(j='[j]')};")
+            else:
+                lines.append(f"{ind}const float red_{target} = {expr.format(j='')};")
+            self._regmap[target] = f"red_{target}"
+
+    def _rows_ready(self, p, rowem, perm, lines):
+        if not hasattr(self, "_regmap"):
+            self._regmap = {}
+        ready = [r for r in self.rows if self.done_after[r] == p]
+        for r in ready:
+            rowem.regs = dict(self._regmap)
+            rowem.indent = lines[-1][: len(lines[-1]) - len(lines[-1].lstrip())] if lines else ""
+            rowem.indent = self._row_indent(lines)
+            val = rowem.value(perm(self.row_tree[r]))
+            lines += rowem.lines
+            rowem.lines = []
+            lines.append(f"{rowem.indent}const float row_{r} = {val};")
+            self._regmap[r] = f"row_{r}"
+
+    def _row_indent(self, lines):
+        depth = 0
+        for ln in lines:
+            s = ln.strip()
+            if s.startswith("for (") and s.endswith("{"):
+                depth += 1
+            elif s == "}":
+                depth -= 1
+        return "    " * depth
+
+    def _store_rows(self, rowem, perm, lines, ind):
+        for v in self.g.outputs:
+            if v in self.rows or v in self.reductions:
+                m = row_map(self.dom, self.red, self.values[v].shape)
+                off, st = m.offset(self.values[v].shape)
+                from kernels.codegen.expr import Load
+                ld = perm(Load(self.ctx.names[v], off, st))
+                lines.append(f"{ind}{self.ctx.names[v]}[{_addr(ld.offset, ld.strides, rowem.index)}] = "
+                             f"{self._regmap[v]};")
+
+
+def _permute(e, order):
+    from kernels.codegen.expr import Apply, Load
+    if isinstance(e, Load):
+        return Load(e.buf, e.offset, tuple(e.strides[d] for d in order), e.dtype)
+    if isinstance(e, Apply):
+        return Apply(e.op, tuple(_permute(a, order) for a in e.args), e.attrs, e.dtype)
+    return e
+
+
+def _accumulate(name, op, val, lane="") -> str:
+    acc = f"acc_{name}{lane}"
+    if op in ("sum", "mean", "var"):
+        return f"{acc} += {val};"
+    if op == "prod":
+        return f"{acc} *= {val};"
+    if op == "amax":
+        return f"{acc} = {val} > {acc} ? {val} : {acc};"
+    return f"{acc} = {val} < {acc} ? {val} : {acc};"
+
+
+def _simd(k, clause) -> str:
+    v = k("VEC")
+    return f"#if {v}\n#pragma omp simd simdlen({v}){clause}\n#else\n#pragma omp simd{clause}\n#endif"
+
+
+def _addr(off, strides, index) -> str:
+    terms = [str(off)] if off else []
+    for s, ix in zip(strides, index):
+        if s and ix is not None:
+            terms.append(ix if s == 1 else f"{ix} * {s}")
+    return " + ".join(terms) or "0"
+
+
+FAMILY = ReductionFamily()

@@ -22,11 +22,16 @@ class NotAffine(Exception):
 class Affine:
     const: tuple[int, ...]
     coef: tuple[tuple[int, ...], ...]   # one row per value dim, one column per domain dim
+    ndom: int = -1                      # domain rank (needed when the value is 0-d)
+
+    def __post_init__(self):
+        if self.ndom < 0:
+            object.__setattr__(self, "ndom", len(self.coef[0]) if self.coef else 0)
 
     @classmethod
     def identity(cls, shape) -> "Affine":
         n = len(shape)
-        return cls(tuple(0 for _ in range(n)), tuple(tuple(int(r == c) for c in range(n)) for r in range(n)))
+        return cls(tuple(0 for _ in range(n)), tuple(tuple(int(r == c) for c in range(n)) for r in range(n)), n)
 
     @property
     def rank(self) -> int:
@@ -35,13 +40,10 @@ class Affine:
     def offset(self, shape) -> tuple[int, tuple[int, ...]]:
         """(offset, strides over the domain) of a contiguous buffer of ``shape``."""
         cs = contiguous_strides(shape)
-        ndom = len(self.coef[0]) if self.coef else 0
+        ndom = self.ndom
         off = sum(c * s for c, s in zip(self.const, cs))
         strides = tuple(sum(self.coef[j][d] * cs[j] for j in range(len(cs))) for d in range(ndom))
         return off, strides
-
-    def domain_rank(self, fallback: int = 0) -> int:
-        return len(self.coef[0]) if self.coef else fallback
 
 
 def contiguous_strides(shape) -> tuple[int, ...]:
@@ -53,7 +55,7 @@ def contiguous_strides(shape) -> tuple[int, ...]:
 
 
 def zero(rank: int, ndom: int) -> Affine:
-    return Affine(tuple(0 for _ in range(rank)), tuple(tuple(0 for _ in range(ndom)) for _ in range(rank)))
+    return Affine(tuple(0 for _ in range(rank)), tuple(tuple(0 for _ in range(ndom)) for _ in range(rank)), ndom)
 
 
 def broadcast_to(m: Affine, src_shape, dst_shape, ndom: int) -> Affine:
@@ -67,7 +69,7 @@ def broadcast_to(m: Affine, src_shape, dst_shape, ndom: int) -> Affine:
         else:
             const.append(m.const[j + lead])
             coef.append(m.coef[j + lead])
-    return Affine(tuple(const), tuple(coef))
+    return Affine(tuple(const), tuple(coef), ndom)
 
 
 def through_permute(m: Affine, perm) -> Affine:
@@ -77,7 +79,7 @@ def through_permute(m: Affine, perm) -> Affine:
     for j, p in enumerate(perm):
         const[p] = m.const[j]
         coef[p] = m.coef[j]
-    return Affine(tuple(const), tuple(coef))
+    return Affine(tuple(const), tuple(coef), m.ndom)
 
 
 def through_slice(m: Affine, dim: int, start: int, step: int) -> Affine:
@@ -85,7 +87,7 @@ def through_slice(m: Affine, dim: int, start: int, step: int) -> Affine:
     coef = list(m.coef)
     const[dim] = start + step * m.const[dim]
     coef[dim] = tuple(step * c for c in m.coef[dim])
-    return Affine(tuple(const), tuple(coef))
+    return Affine(tuple(const), tuple(coef), m.ndom)
 
 
 def through_reshape(m: Affine, src_shape, dst_shape, dom_shape) -> Affine:
@@ -123,7 +125,7 @@ def through_reshape(m: Affine, src_shape, dst_shape, dom_shape) -> Affine:
         terms = rest
     if terms or rem_c:
         raise NotAffine("reshape leaves index terms over")
-    return Affine(tuple(const_out), tuple(coef_out))
+    return Affine(tuple(const_out), tuple(coef_out), ndom)
 
 
 def numel(shape) -> int:

@@ -70,8 +70,9 @@ class Trees:
     """
 
     def __init__(self, graph: Graph, dom_shape, *, inline: Callable[[str], bool], buffer: Callable[[str], str],
-                 special: Callable[[str, Affine], Expr | None] | None = None):
+                 special: Callable[[str, Affine], Expr | None] | None = None, claimed=()):
         self.graph, self.dom = graph, tuple(dom_shape)
+        self.claimed = set(claimed)   # values ``special`` answers for
         self.values = graph.values()
         self.inline, self.buffer, self.special = inline, buffer, special or (lambda n, m: None)
 
@@ -85,6 +86,15 @@ class Trees:
         if got is not None:
             return got
         v = self.values[name]
+        if isinstance(v, Node) and v.op == "reshape":
+            # a reshape of a value read from memory reads the same bytes: the flat index of
+            # the reshaped value is the offset in its (contiguous) buffer
+            base = name
+            while isinstance(self.values.get(base), Node) and self.values[base].op == "reshape":
+                base = self.values[base].args[0]
+            if not self._computed(base):
+                off, strides = m.offset(v.shape)
+                return Load(self.buffer(base), off, strides)
         if isinstance(v, Node) and opset.family(v.op) == "view":
             src = v.args[0]
             src_shape = self.values[src].shape
@@ -102,6 +112,15 @@ class Trees:
             return Apply(v.op, tuple(args), _freeze(v.attrs), v.dtype)
         off, strides = m.offset(v.shape)
         return Load(self.buffer(name), off, strides)
+
+
+    def _computed(self, name: str) -> bool:
+        """Is ``name`` computed inside the trees (rather than read from a buffer)?"""
+        v = self.values[name]
+        if name in self.claimed:
+            return True
+        return isinstance(v, Node) and opset.family(v.op) in ("pointwise", "view") and (
+            v.dtype == "bool" or self.inline(name) or opset.family(v.op) == "view")
 
 
 def _through_view(v: Node, m: Affine, src_shape, dom) -> Affine:

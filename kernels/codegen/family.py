@@ -43,9 +43,10 @@ class Ctx:
     def knob(self, name: str) -> str:
         return f"G{self.group.id}_{name}"
 
-    def trees(self, dom, *, special=None, inline=None) -> Trees:
+    def trees(self, dom, *, special=None, inline=None, claimed=()) -> Trees:
         members = set(self.group.members)
-        return Trees(self.graph, dom, inline=inline or (lambda n: n in members), buffer=self.read, special=special)
+        return Trees(self.graph, dom, inline=inline or (lambda n: n in members), buffer=self.read, special=special,
+                     claimed=claimed)
 
     def threads_param(self, work: float, help_: str = "OpenMP threads of this group") -> Param:
         """THREADS for a group doing ``work`` elementary operations: all cores unless the

@@ -302,6 +302,8 @@ def _reduction_clusters(plan: Plan) -> dict:
         parent[r.name] = r.name
     sig = {r.name: (plan.values[r.args[0]].shape, tuple(r.attrs["dims"])) for r in reds}
     for r in reds:
+        shape, dims = sig[r.name]
+        row = squeezed(row_shape(shape, dims))
         stack, seen = [r.args[0]], set()
         while stack:
             v = stack.pop()
@@ -310,6 +312,10 @@ def _reduction_clusters(plan: Plan) -> dict:
             seen.add(v)
             n = plan.nodes.get(v)
             if n is None:
+                continue
+            # only through this domain's full-size and per-row values: a path through
+            # other shapes (another norm's groups) is another group's business
+            if n.shape != shape and squeezed(n.shape) != row:
                 continue
             k = plan.kind(v)
             if k == "reduce":

@@ -13,7 +13,7 @@ import math
 
 from kernels.codegen import loops
 from kernels.codegen.affine import contiguous_strides
-from kernels.codegen.expr import Emitter, Load, count_ops, loads
+from kernels.codegen.expr import Emitter, Load, address, count_ops, loads
 from kernels.codegen.family import Ctx, GroupCode, simd, vec_param
 from kernels.spec import Param
 
@@ -22,18 +22,19 @@ class PointwiseFamily:
     name = "pointwise"
 
     def emit(self, group, ctx: Ctx) -> GroupCode:
-        return emit_pointwise(ctx, group.domain, group.outputs, {v: 0 for v in group.outputs})
+        dom = group.domain
+        return emit_pointwise(ctx, dom, [(v, v, 0, contiguous_strides(dom)) for v in group.outputs])
 
 
-def emit_pointwise(ctx: Ctx, dom, outputs, out_offsets: dict, out_strides: dict | None = None,
-                   knob_prefix: str = "", trees=None) -> GroupCode:
-    """The loop nest writing ``outputs`` (each at ``out_offsets[v]`` with ``out_strides[v]``
-    over ``dom``, contiguous by default) — shared with the cat family, whose segments are
+def emit_pointwise(ctx: Ctx, dom, targets, knob_prefix: str = "") -> GroupCode:
+    """The loop nest over ``dom`` computing, for each ``(value, buffer, offset, strides)`` of
+    ``targets``, ``value`` at every index and storing it into ``buffer``'s memory at
+    ``offset + sum(index * strides)`` — shared with the cat family, whose segments are
     pointwise nests writing into a slice of the concatenation."""
-    trees = trees or ctx.trees(dom)
+    trees = ctx.trees(dom)
+    outputs = [t[0] for t in targets]
     exprs = [(v, trees.build(v)) for v in outputs]
-    out_strides = out_strides or {v: contiguous_strides(dom) for v in outputs}
-    stores = [(v, ctx.write(v), out_offsets[v], out_strides[v]) for v in outputs]
+    stores = [(v, ctx.write(buf), off, st) for v, buf, off, st in targets]
     all_strides = [s for _, _, _, s in stores] + [ld.strides for _, e in exprs for ld in loads(e)]
     dims = loops.coalesce(dom, all_strides)
     exprs = [(v, loops.remap(e, dims)) for v, e in exprs]
@@ -76,7 +77,7 @@ def emit_pointwise(ctx: Ctx, dom, outputs, out_offsets: dict, out_strides: dict 
     results = [(v, em.value(e)) for v, e in exprs]
     lines += em.lines
     for (v, buf, off, _), st, (_, val) in zip(stores, store_strides, results):
-        lines.append(f"{body_indent}{buf}[{_addr(off, st, index)}] = {val};")
+        lines.append(f"{body_indent}{buf}[{address(Load('', off, tuple(st)), index)}] = {val};")
     lines += closers
     loaded = sum(4 * math.prod(dom) for _, e in exprs for ld in loads(e) if any(ld.strides)) or 4 * total
     return GroupCode("\n".join(lines), params=params, helpers=em.helpers,
@@ -87,15 +88,6 @@ def emit_pointwise(ctx: Ctx, dom, outputs, out_offsets: dict, out_strides: dict 
 def _simd(k) -> str:
     v = k("VEC")
     return f"#if {v}\n#pragma omp simd simdlen({v})\n#else\n#pragma omp simd\n#endif"
-
-
-def _addr(off, strides, index) -> str:
-    return loops_addr(Load("", off, tuple(strides)), index)
-
-
-def loops_addr(ld: Load, index) -> str:
-    from kernels.codegen.expr import address
-    return address(ld, index)
 
 
 def _ops(ctx: Ctx, outputs) -> list[str]:

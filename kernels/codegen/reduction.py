@@ -46,7 +46,7 @@ def row_map(dom, red, shape) -> Affine:
             k += 1
         const.append(0)
         coef.append(tuple(row))
-    return Affine(tuple(const), tuple(coef))
+    return Affine(tuple(const), tuple(coef), len(dom))
 
 
 class ReductionFamily:
@@ -72,7 +72,7 @@ class _Emit:
         self.members = members
         self.canon = self._canonical()
         self._exclude = None
-        self.trees = ctx.trees(self.dom, special=self._special)
+        self.trees = ctx.trees(self.dom, special=self._special, claimed=set(self.reductions) | set(self.rows))
         inner = max((d for d in range(len(self.dom)) if self.dom[d] > 1), default=None)
         self.column = inner is not None and inner not in self.red
 

@@ -392,8 +392,9 @@ class Template:
 class Baseline:
     """What an engineer would use instead; timed against the candidate inside the same child.
 
-    ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, dims) -> callable`` (``dims``:
-    the shape as a name → size dict) prepares
+    ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, dims, **options) -> callable``
+    (``dims``: the shape as a name → size dict; ``options``: this baseline's JSON ``options``,
+    e.g. where an imported problem is stored) prepares
     once (wraps buffers, compiles) and returns the zero-argument call that is timed; the call
     MUST write the preallocated ``outputs``. ``strong`` marks a baseline an engineer would
     really ship (a speedup above 10x a strong baseline is re-checked). ``default=False``
@@ -406,6 +407,7 @@ class Baseline:
     requires: str = ""  # importable module needed ("torch"); missing → skipped with a note
     default: bool = True
     description: str = ""
+    options: dict = field(default_factory=dict, compare=False, hash=False)   # JSON, passed as keywords
 
 
 # --------------------------------------------------------------------------- workload

@@ -222,7 +222,7 @@ class _Matmul:
 
     def code(self) -> GroupCode:
         ctx, g = self.ctx, self.g
-        P, F = f"G{g.id}_", f"g{g.id}_"
+        P, F = f"G{g.id}_", f"{getattr(ctx, 'prefix', '')}g{g.id}_"
         abuf, aoff, abst, rsa, csa = self._operand(self.a, "a")
         bbuf, boff, bbst, rsb, csb = self._operand(self.b, "b")
         nbatch = math.prod(self.batch)

@@ -47,6 +47,33 @@ class Program:
     flops: float
     bytes: float
     graph: Graph = field(repr=False, default=None)
+    unit: "Unit" = field(repr=False, default=None)
+    helpers: set = field(repr=False, default_factory=set)
+    params: list = field(repr=False, default_factory=list)
+    constraints: list = field(repr=False, default_factory=list)
+
+
+def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | None = None,
+                   title: str = "") -> Program:
+    """One source for the same problem captured at several shapes: a unit per shape (dims
+    baked in), ``kernel`` taking the dims as trailing ``int64_t`` args to pick the unit.
+    The knobs are shared: they must mean the same thing at every shape (the same partition),
+    else the shape is refused (``CodegenError``)."""
+    progs = [generate(g, cores=cores, prefix=f"s{k}_") for k, g in enumerate(graphs)]
+    first = progs[0]
+    for k, p in enumerate(progs[1:], 1):
+        if [x["family"] for x in p.groups] != [x["family"] for x in first.groups] or \
+                {q.name for q in p.params} != {q.name for q in first.params}:
+            raise CodegenError(f"shape {k} partitions differently from the first: its knobs would not be shared")
+    args = first.args + tuple(Arg(n, "dim") for n in dim_names)
+    dispatch = [" && ".join(f"{n} == {v}" for n, v in zip(dim_names, d)) or "1" for d in dims]
+    if len(progs) == 1:
+        dispatch = [""]
+    helpers = set().union(*(p.helpers for p in progs))
+    source = render([p.unit for p in progs], dispatch, first.params, helpers, args, title)
+    return Program(source, first.space, args, first.out_names, first.groups, max(p.arena_floats for p in progs),
+                   first.flops, first.bytes, first.graph, helpers=helpers, params=first.params,
+                   constraints=first.constraints)
 
 
 def output_names(graph: Graph) -> tuple[str, ...]:
@@ -80,14 +107,14 @@ def normalise(graph: Graph) -> tuple[Graph, dict]:
     return Graph(graph.inputs, graph.params, tuple(nodes), tuple(outs)), alias
 
 
-def generate(graph: Graph, *, cores: int | None = None, title: str = "") -> Program:
+def generate(graph: Graph, *, cores: int | None = None, title: str = "", prefix: str = "") -> Program:
     cores = cores or os.cpu_count() or 1
     g2, _ = normalise(graph)
     keep_out: dict = {}
     for _ in range(32):
         part = partition(g2, keep_out=keep_out)
         try:
-            return _assemble(graph, g2, part, cores, title)
+            return _assemble(graph, g2, part, cores, title, prefix)
         except NeedsBuffer as exc:
             gkey, culprits = _culprits(part, exc)
             if not culprits or culprits <= keep_out.get(gkey, set()):
@@ -119,7 +146,7 @@ def _culprits(part: Partition, exc: NeedsBuffer):
     return gkey, out
 
 
-def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str) -> Program:
+def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str, prefix: str) -> Program:
     plan = Plan(graph)
     out_names = output_names(orig)
     names = {t.name: t.name for t in (*graph.inputs, *graph.params)}
@@ -141,7 +168,7 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
         forms = [(g, "fused"), (g, "unfused"), (g.split, "split")] if g.fuse else [(g, None)]
         for grp, form in forms:
             ctx = Ctx(part, plan, names, cores, grp)
-            ctx.form = form
+            ctx.form, ctx.prefix = form, prefix
             fam = registry.get(grp.family)
             try:
                 code = fam.emit(grp, ctx)
@@ -167,11 +194,13 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
         constraints += code.constraints
         helpers |= code.helpers
     args = tuple([Arg(t.name, "in") for t in (*orig.inputs, *orig.params)] + [Arg(o, "out") for o in out_names])
-    source = _source(orig, part, emitted, names, offsets, arena_floats, scratch, helpers, args, title, params)
+    unit = _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix)
+    source = render([unit], [""], params, helpers, args, title)
     summaries = _summaries(part, emitted)
     fused_costs = [c for grp, form, c, _, _ in emitted if form in (None, "fused")]
     return Program(source, DesignSpace(tuple(params), tuple(constraints)), args, out_names, summaries,
-                   arena_floats, sum(c.flops for c in fused_costs), sum(c.bytes for c in fused_costs), orig)
+                   arena_floats, sum(c.flops for c in fused_costs), sum(c.bytes for c in fused_costs), orig,
+                   unit=unit, helpers=helpers, params=params, constraints=constraints)
 
 
 def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, int]:
@@ -223,59 +252,86 @@ def _signature(grp: Group, uses: dict, names: dict, graph: Graph) -> tuple[str, 
     return ", ".join(params) or "void", call
 
 
-def _source(orig, part, emitted, names, offsets, arena_floats, scratch, helpers, args, title, params) -> str:
+@dataclass
+class Unit:
+    """One shape's share of a source: its group functions and a ``run`` calling them."""
+
+    comment: list
+    text: str                 # static functions, then ``static void <prefix>run(...)``
+    arena_values: int
+    scratch: str
+    prefix: str = ""
+
+
+def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix) -> Unit:
+    comment = [f" * {prefix or 'graph'}: {len(orig.nodes)} nodes; {len(part.groups)} fusion groups:"]
+    for g in part.groups:
+        comment.append(f" *   g{g.id} {g.family:9s} {list(g.domain)}: {', '.join(g.members[:5])}"
+                       + (" ..." if len(g.members) > 5 else "") + (f"  [{g.fuse}]" if g.fuse else ""))
+    lines, forms = [], {}
+    for grp, form, code, uses, owner in emitted:
+        sig, call = _signature(grp, uses, names, orig)
+        fn = f"{prefix}g{grp.id}"
+        text = [code.functions] if code.functions else []
+        text.append(f"static void {fn}({sig}) {{")
+        text += ["    " + ln if ln and not ln.startswith("#") else ln for ln in code.body.splitlines()]
+        text.append("}")
+        args_c = [names[v] if v not in offsets else f"arena + {offsets[v]}".replace("ARENA_VALUES", f"{prefix}ARENA_VALUES")
+                  for v in call]
+        forms.setdefault(owner.id, []).append((form, "\n".join(text), f"{fn}({', '.join(args_c)});"))
+    calls = []
+    for g in part.groups:
+        if g.fuse:
+            by = {f: (t, c) for f, t, c in forms[g.id]}
+            lines += [f"#if {g.fuse}", by["fused"][0], "#else", by["unfused"][0], by["split"][0], "#endif", ""]
+            calls += [f"#if {g.fuse}", "    " + by["fused"][1], "#else", "    " + by["unfused"][1],
+                      "    " + by["split"][1], "#endif"]
+        else:
+            lines += [forms[g.id][0][1], ""]
+            calls.append("    " + forms[g.id][0][2])
+    sc = "0"
+    for x in scratch:
+        sc = f"((({x}) > ({sc})) ? ({x}) : ({sc}))"
+    lines.append(f"#define {prefix}ARENA_VALUES {arena_floats}")
+    lines.append(f"#define {prefix}ARENA_SCRATCH ({sc})")
+    sig = ", ".join(_decl(a) for a in args if a.kind != "dim")
+    lines.append(f"static void {prefix}run({sig}, float *restrict arena) {{")
+    lines.append("    (void)arena;")
+    lines += calls
+    lines.append("}")
+    return Unit(comment, "\n".join(lines), arena_floats, f"({prefix}ARENA_VALUES + {prefix}ARENA_SCRATCH)", prefix)
+
+
+def _decl(a: Arg) -> str:
+    return a.c_decl().replace("*", "*restrict ") if a.kind in ("in", "out") else a.c_decl()
+
+
+def render(units: list, dispatch: list, params, helpers, args, title: str = "") -> str:
+    """The whole source: header, knob defaults, helpers, each unit, and ``kernel``, which
+    runs the unit whose dims match (``dispatch[k]``: the C condition for unit k; a call at
+    dims no unit was generated for writes nothing)."""
     lines = ["/* Generated by the INT21 Kernel Factory (kernels/codegen) from an imported graph."]
     if title:
         lines.append(f" * Problem: {title}")
-    lines.append(f" * Graph: {len(orig.nodes)} nodes; {len(part.groups)} fusion groups:")
-    for g in part.groups:
-        lines.append(f" *   g{g.id} {g.family:9s} {list(g.domain)}: {', '.join(g.members[:6])}"
-                     + (" ..." if len(g.members) > 6 else "") + (f"  [{g.fuse}]" if g.fuse else ""))
+    for u in units:
+        lines += u.comment
     lines.append(" * Knobs are macros (the harness defines them); the defaults below make it self-contained. */")
     lines += ["#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <math.h>",
               "#include <omp.h>", "#if defined(__x86_64__)", "#include <immintrin.h>", "#endif", ""]
     for p in params:
         default = p.default_value()
-        if isinstance(default, bool):
-            default = int(default)
+        default = int(default) if isinstance(default, bool) else default
         if isinstance(default, int):
             lines += [f"#ifndef {p.name}", f"#define {p.name} {default}", "#endif"]
+    lines += ["", cmath.library(helpers)]
+    for u in units:
+        lines += [u.text, ""]
+    total = "0"
+    for u in units:
+        total = f"((({u.scratch}) > ({total})) ? ({u.scratch}) : ({total}))"
+    lines.append(f"#define ARENA_FLOATS {total}")
     lines.append("")
-    lines.append(cmath.library(helpers))
-    fused_forms = {}
-    for grp, form, code, uses, owner in emitted:
-        sig, call = _signature(grp, uses, names, orig)
-        fn = f"g{grp.id}" if form != "unfused" else f"g{grp.id}"
-        text = []
-        if code.functions:
-            text.append(code.functions)
-        text.append(f"static void {fn}({sig}) {{")
-        text += ["    " + ln if ln and not ln.startswith("#") else ln for ln in code.body.splitlines()]
-        text.append("}")
-        args_c = []
-        for v in call:
-            args_c.append(names[v] if v not in offsets else f"arena + {offsets[v]}")
-        fused_forms.setdefault(owner.id, []).append((form, "\n".join(text), f"{fn}({', '.join(args_c)});"))
-    calls = []
-    for g in part.groups:
-        forms = fused_forms[g.id]
-        if g.fuse:
-            by = {f: (t, c) for f, t, c in forms}
-            lines += [f"#if {g.fuse}", by["fused"][0], "#else", by["unfused"][0], by["split"][0], "#endif", ""]
-            calls += [f"#if {g.fuse}", "    " + by["fused"][1], "#else", "    " + by["unfused"][1],
-                      "    " + by["split"][1], "#endif"]
-        else:
-            lines += [forms[0][1], ""]
-            calls.append("    " + forms[0][2])
-    sc = "0"
-    for s in scratch:
-        sc = f"((({s}) > ({sc})) ? ({s}) : ({sc}))"
-    lines.append(f"#define ARENA_VALUES {arena_floats}")
-    lines.append(f"#define ARENA_SCRATCH ({sc})")
-    lines.append("#define ARENA_FLOATS (ARENA_VALUES + ARENA_SCRATCH)")
-    lines.append("")
-    sig = ", ".join(a.c_decl().replace("*", "*restrict ") if a.kind in ("in", "out") else a.c_decl() for a in args)
-    lines.append(f"void kernel({sig}) {{")
+    lines.append(f"void kernel({', '.join(_decl(a) for a in args)}) {{")
     lines.append("    /* one arena for every intermediate and scratch buffer, allocated on the first call")
     lines.append("     * and kept: later calls do not pay its page faults again (nothing is read from it")
     lines.append("     * before it is written in the same call) */")
@@ -284,8 +340,18 @@ def _source(orig, part, emitted, names, offsets, arena_floats, scratch, helpers,
     lines.append("        arena = aligned_alloc(64, ((size_t)ARENA_FLOATS * sizeof(float) + 63) / 64 * 64);")
     lines.append("        if (!arena) return;")
     lines.append("    }")
-    lines.append("    (void)arena;")
-    lines += calls
+    names = ", ".join(a.name for a in args if a.kind != "dim")
+    for k, (u, cond) in enumerate(zip(units, dispatch)):
+        prefix = u.prefix
+        head = "if" if k == 0 else "} else if"
+        if cond:
+            lines.append(f"    {head} ({cond}) {{")
+            lines.append(f"        {prefix}run({names}, arena);")
+        else:
+            lines.append(f"    {prefix}run({names}, arena);")
+    if any(dispatch):
+        lines.append("    }")
+    lines += [f"    (void){a.name};" for a in args if a.kind == "dim"]
     lines.append("}")
     return "\n".join(lines) + "\n"
 

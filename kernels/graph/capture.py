@@ -34,6 +34,7 @@ from kernels.graph.ir import Graph
 from kernels.harness import sandbox
 
 MAX_HEADER_BYTES = 64 << 20
+INIT_SEED = 42          # torch.manual_seed before Model(*get_init_inputs()): baselines rebuild the same weights
 MAX_NODES = 50_000
 NODE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
 
@@ -80,6 +81,7 @@ class Captured:
     isolation: list
     seconds: float
     torch: str = ""
+    call: list = field(default_factory=list)   # get_inputs() entries: {"input": name} or {"scalar": v}
 
 
 @dataclass
@@ -123,6 +125,10 @@ def from_raw(raw: RawCapture) -> Captured | CaptureFailure:
         return CaptureFailure("protocol", f"the captured graph could not be read: {type(exc).__name__}: {exc}",
                               details={"survey": survey})
     samples = []
+    call = []
+    names = iter(t.name for t in graph.inputs)
+    for a in samples_raw[0][1][0]:
+        call.append({"scalar": a[1]} if isinstance(a, tuple) else {"input": next(names, None)})
     for seed, (ins, outs) in samples_raw:
         tensors = [a for a in ins if isinstance(a, np.ndarray)]
         if len(tensors) != len(graph.inputs) or len(outs) != len(graph.outputs):
@@ -137,7 +143,8 @@ def from_raw(raw: RawCapture) -> Captured | CaptureFailure:
                 return CaptureFailure("protocol", f"the model's output {i} has shape {list(arr.shape)}, the graph "
                                       f"says {list(graph.shape_of(name))}")
         samples.append(Sample(seed, {t.name: a for t, a in zip(graph.inputs, tensors)}, outs))
-    return Captured(graph, params, samples, survey, raw.isolation, raw.seconds, str(raw.header.get("torch", ""))[:40])
+    return Captured(graph, params, samples, survey, raw.isolation, raw.seconds, str(raw.header.get("torch", ""))[:40],
+                    call)
 
 
 def run_child(source: str, *, overrides: dict | None = None, seeds=(0, 1),
@@ -155,7 +162,7 @@ def run_child(source: str, *, overrides: dict | None = None, seeds=(0, 1),
     workdir = Path(tempfile.mkdtemp(prefix="int21-capture-"))
     try:
         (workdir / "problem.py").write_text(text, encoding="utf-8")
-        request = {"seeds": [int(s) for s in seeds], "init_seed": 42,
+        request = {"seeds": [int(s) for s in seeds], "init_seed": INIT_SEED,
                    "limits": {"cpu_seconds": limits.cpu_seconds, "memory_mb": limits.memory_mb,
                               "result_mb": limits.result_mb}}
         (workdir / "request.json").write_text(json.dumps(request))
@@ -284,7 +291,11 @@ def _samples(header: dict, blob: bytes) -> list:
         ins = []
         for rec in run["inputs"]:
             if isinstance(rec, dict) and "scalar" in rec:
-                ins.append(None)
+                v = rec["scalar"]
+                v = float(v["float"]) if isinstance(v, dict) and "float" in v else v
+                if not isinstance(v, (int, float, bool)) and v is not None:
+                    raise _Bad("a scalar input is not a number")
+                ins.append(("scalar", v))
             elif isinstance(rec, dict):
                 if rec.get("dtype") != "torch.float32":
                     raise _Bad(f"a sample input is {str(rec.get('dtype'))[:30]}")

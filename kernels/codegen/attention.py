@@ -71,7 +71,7 @@ class AttentionFamily:
             em = Emitter(index, "                    ", prefix="mk")
             mval = em.value(mt)
             helpers |= em.helpers
-            is_bool = values[mask].dtype == "bool"
+            is_bool = getattr(values[mask], "dtype", "f32") == "bool"
             add = f"s = {mval} ? s : -INFINITY;" if is_bool else f"s += {mval};"
             mask_code = "\n".join(em.lines + ["                    " + add])
         out = group.outputs[0]

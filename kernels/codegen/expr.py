@@ -99,9 +99,12 @@ class Trees:
             src = v.args[0]
             src_shape = self.values[src].shape
             try:
-                return self._tree(src, _through_view(v, m, src_shape, self.dom))
+                inner = _through_view(v, m, src_shape, self.dom)
             except NotAffine as exc:
-                raise NeedsBuffer(src, str(exc)) from None
+                err = NeedsBuffer(src, str(exc))
+                err.via = name
+                raise err from None
+            return self._tree(src, inner)
         if isinstance(v, Node) and opset.family(v.op) == "pointwise" and (v.dtype == "bool" or self.inline(name)):
             args = []
             for a in v.args:

@@ -377,16 +377,16 @@ BODY = r"""
     /* blocked: scratch holds the packed B block(s) (two, double-buffered, per team), then per
      * thread a packed A block and an edge panel */
     const int64_t kc_max = {KCM}, nc_max = I21_ALIGN_UP({NCM}, {P}NR), mc_max = I21_ALIGN_UP({MCM}, {P}MR);
-    const int64_t b_floats = I21_ALIGN_UP(kc_max * nc_max, 16);
-    const int64_t a_floats = I21_ALIGN_UP(mc_max * kc_max, 16), e_floats = I21_ALIGN_UP({P}MR * kc_max, 16);
+    const int64_t bfl = I21_ALIGN_UP(kc_max * nc_max, 16);
+    const int64_t afl = I21_ALIGN_UP(mc_max * kc_max, 16), efl = I21_ALIGN_UP({P}MR * kc_max, 16);
     const int teams = {P}BPAR ? {P}THREADS : 1;
     #pragma omp parallel num_threads({P}THREADS)
     {{
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         const int team = {P}BPAR ? t : 0;
-        float *pb_base = {S} + team * 2 * b_floats;
-        float *pa_blk = {S} + teams * 2 * b_floats + t * (a_floats + e_floats);
-        float *edge = pa_blk + a_floats;
+        float *pb_base = {S} + team * 2 * bfl;
+        float *pa_blk = {S} + teams * 2 * bfl + t * (afl + efl);
+        float *edge = pa_blk + afl;
         (void)nt; (void)edge;
         for (int64_t bb = ({P}BPAR ? t : 0); bb < {NB}; bb += ({P}BPAR ? nt : 1)) {{
             const float *a = {A} + {AOFF};
@@ -399,7 +399,7 @@ BODY = r"""
                 for (int64_t pc = 0; pc < {K}; pc += {P}KC, block++) {{
                     const int64_t kc = {K} - pc < {P}KC ? {K} - pc : {P}KC;
                     const int accumulate = pc > 0, last = pc + {P}KC >= {K};
-                    float *pb_blk = pb_base + (block % 2) * b_floats;
+                    float *pb_blk = pb_base + (block % 2) * bfl;
                     if ({P}BPAR) {{
                         for (int64_t jp = 0; jp < npanels; jp++) {{
                             const int64_t nr = nc - jp * {P}NR < {P}NR ? nc - jp * {P}NR : {P}NR;

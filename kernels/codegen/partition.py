@@ -128,11 +128,12 @@ def squeezed(shape) -> tuple:
     return tuple(s for s in shape if s != 1)
 
 
-def partition(graph: Graph, *, keep_out: dict | None = None) -> Partition:
+def partition(graph: Graph, *, keep_out: dict | None = None, force: set | None = None) -> Partition:
     """The maximal fusion partition. ``keep_out[gid_key]`` lists nodes that may not join
     (or be inlined into) a group, keyed by ``(family, first anchor)`` — what a family's
     failed tree asked for."""
     keep_out = keep_out or {}
+    force = force or set()   # pointwise nodes that must be materialised in a group of their own
     plan = Plan(graph)
     clusters = _reduction_clusters(plan)
     groups: list[Group] = []
@@ -202,7 +203,7 @@ def partition(graph: Graph, *, keep_out: dict | None = None) -> Partition:
                 g = new_group("reduction", src, reduce_dims=tuple(n.attrs["dims"]), order=plan.index[n.name])
             g.anchors.append(n.name)
             join(n.name, g)
-        elif kind == "pointwise":
+        elif kind == "pointwise" and n.name not in force:
             best = None
             for a in n.refs():
                 r = plan.root(a)
@@ -222,7 +223,7 @@ def partition(graph: Graph, *, keep_out: dict | None = None) -> Partition:
             continue
         cons = plan.consumers(n.name)
         cgroups = {home[c].id: home[c] for c in cons if c in home}
-        out = n.name in plan.outputs or plan.viewed_outputs(n.name)
+        out = n.name in plan.outputs or plan.viewed_outputs(n.name) or n.name in force
         anchor_operand = any(plan.kind(c) in ("matmul", "attention") for c in cons)
         if not out and not anchor_operand and len(cgroups) == 1:
             g = next(iter(cgroups.values()))
@@ -232,7 +233,7 @@ def partition(graph: Graph, *, keep_out: dict | None = None) -> Partition:
         # materialised: inside a pointwise consumer of the same shape when the other consumers
         # can run after that group
         placed = False
-        for g in sorted(cgroups.values(), key=lambda x: x.order):
+        for g in sorted(cgroups.values(), key=lambda x: x.order) if n.name not in force else ():
             others = [c for c in cgroups if c != g.id]
             if (g.family == "pointwise" and g.domain == n.shape and can_join(n.name, g)
                     and not any(reaches(g.id, o) for o in others)):

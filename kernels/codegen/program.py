@@ -111,16 +111,44 @@ def generate(graph: Graph, *, cores: int | None = None, title: str = "", prefix:
     cores = cores or os.cpu_count() or 1
     g2, _ = normalise(graph)
     keep_out: dict = {}
+    force: set = set()
     for _ in range(32):
-        part = partition(g2, keep_out=keep_out)
+        part = partition(g2, keep_out=keep_out, force=force)
         try:
             return _assemble(graph, g2, part, cores, title, prefix)
         except NeedsBuffer as exc:
+            node = Plan(g2).nodes.get(exc.value)
+            if node is not None and opset.family(node.op) in ("pointwise", "view") and node.dtype == "f32":
+                if opset.family(node.op) == "view":
+                    # a view cannot be stored: a copy of it can, and the failing read reads that
+                    g2 = _copy_before(g2, exc.value, getattr(exc, "via", None))
+                    force.add(f"{exc.value}_copy")
+                    continue
+                if exc.value not in force:
+                    force.add(exc.value)   # computed in a group of its own, read from memory
+                    continue
             gkey, culprits = _culprits(part, exc)
             if not culprits or culprits <= keep_out.get(gkey, set()):
                 raise CodegenError(f"cannot reach {exc.value}: {exc.why}") from None
             keep_out.setdefault(gkey, set()).update(culprits)
     raise CodegenError("the partition did not settle")
+
+
+def _copy_before(graph: Graph, view: str, via: str | None) -> Graph:
+    """``graph`` with ``identity(view)`` inserted, and ``via`` (the view that could not be
+    followed; every consumer of ``view`` when unknown) reading the copy instead."""
+    values = graph.values()
+    v = values[view]
+    copy = Node(f"{view}_copy", "identity", (view,), v.shape, {}, "f32", v.origin)
+    nodes = []
+    for n in graph.nodes:
+        if n.name != view and view in n.refs() and (via is None or n.name == via):
+            n = Node(n.name, n.op, tuple(copy.name if a == view else a for a in n.args), n.shape, n.attrs,
+                     n.dtype, n.origin)
+        nodes.append(n)
+        if n.name == view:
+            nodes.append(copy)
+    return Graph(graph.inputs, graph.params, tuple(nodes), graph.outputs)
 
 
 def _culprits(part: Partition, exc: NeedsBuffer):
@@ -149,7 +177,9 @@ def _culprits(part: Partition, exc: NeedsBuffer):
 def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str, prefix: str) -> Program:
     plan = Plan(graph)
     out_names = output_names(orig)
-    names = {t.name: t.name for t in (*graph.inputs, *graph.params)}
+    # inside the source every buffer has a prefixed name, so that no user-chosen input name
+    # can collide with a generated local (the entry's own parameters keep the ABI names)
+    names = {t.name: f"in_{t.name}" for t in (*graph.inputs, *graph.params)}
     names["__scratch__"] = "scratch"   # the families' packing buffers, after the values
     for k, o in enumerate(graph.outputs):
         names[o] = out_names[k]
@@ -294,7 +324,8 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
         sc = f"((({x}) > ({sc})) ? ({x}) : ({sc}))"
     lines.append(f"#define {prefix}ARENA_VALUES {arena_floats}")
     lines.append(f"#define {prefix}ARENA_SCRATCH ({sc})")
-    sig = ", ".join(_decl(a) for a in args if a.kind != "dim")
+    internal = {t.name: f"in_{t.name}" for t in (*orig.inputs, *orig.params)}
+    sig = ", ".join(_decl(Arg(internal.get(a.name, a.name), a.kind)) for a in args if a.kind != "dim")
     lines.append(f"static void {prefix}run({sig}, float *restrict arena) {{")
     lines.append("    (void)arena;")
     lines += calls

@@ -343,16 +343,16 @@ class _Emit:
             lines.append(f"{ind}float row_{r}[{cols}];")
         lines.append(_simd(self.ctx.knob, ""))
         lines.append(f"{ind}for (int64_t j = 0; j < vn; j++) {{")
-        em = Emitter(index, ind + "    ", regs={n: f"{c}[j]" for n, c in self._regmap.items()}, prefix="w")
+        em = Emitter(index, ind + "    ", prefix="w")
         for r in ready:
+            em.regs = {n: f"{c}[j]" for n, c in self._regmap.items()}
             val = em.value(self.row_tree[r])
             lines += em.lines
             em.lines = []
             lines.append(f"{ind}    row_{r}[j] = {val};")
+            self._regmap[r] = f"row_{r}"
         self.helpers |= em.helpers
         lines.append(f"{ind}}}")
-        for r in ready:
-            self._regmap[r] = f"row_{r}"
 
     def _col_store_rows(self, index, lines, ind):
         stored = [v for v in self.g.outputs if v in self.rows or v in self.reductions]

@@ -45,6 +45,7 @@ class CaptureLimits:
     cpu_seconds: int = 600
     memory_mb: int = 6144      # address space on top of what torch maps after its warm-up
     result_mb: int = 1024      # the most the child may write back (weights + samples)
+    launcher: str = "server"   # "server": forked from the warmed-up capture server; "spawn": a fresh interpreter
 
 
 @dataclass
@@ -168,10 +169,18 @@ def run_child(source: str, *, overrides: dict | None = None, seeds=(0, 1),
         (workdir / "request.json").write_text(json.dumps(request))
         if os.geteuid() == 0:
             os.chmod(workdir, 0o700)   # only root (the child, before it drops) reads it
-        run = sandbox.run_process(
-            [sys.executable, "-s", "-B", "-m", "kernels.graph.capture_child", str(workdir)], cwd=workdir,
-            limits=sandbox.Limits(wall_seconds=limits.wall_seconds, cpu_seconds=limits.cpu_seconds),
-            protocol=True)
+        run = None
+        if limits.launcher == "server":
+            from kernels.graph import capture_server
+            try:
+                run = capture_server.Client.for_this_thread().run(str(workdir), limits.wall_seconds)
+            except capture_server.ServerError:
+                run = None   # same isolation from a fresh interpreter, only slower
+        if run is None:
+            run = sandbox.run_process(
+                [sys.executable, "-s", "-B", "-m", "kernels.graph.capture_child", str(workdir)], cwd=workdir,
+                limits=sandbox.Limits(wall_seconds=limits.wall_seconds, cpu_seconds=limits.cpu_seconds),
+                protocol=True)
         return _outcome(run, workdir, limits)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

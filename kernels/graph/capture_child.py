@@ -340,7 +340,21 @@ def capture(source: str, request: dict, torch) -> tuple[dict, _Blob]:
     return header, blob
 
 
-def main(workdir: str) -> int:
+def prepare():
+    """Everything before the user's file is read: torch loaded and warmed up. Returns torch
+    and notes for the isolation record. The capture server runs this once and forks."""
+    import torch
+    torch.set_num_threads(1)
+    import math, random, functools, itertools, collections, typing, dataclasses, numpy  # noqa: F401,E401
+    from kernels.harness import seccomp, sandbox  # noqa: F401  (imported now: no imports later)
+    try:
+        _warm_up(torch)
+        return torch, []
+    except Exception as exc:   # a torch change: carry on, lazily imported paths may then be refused
+        return torch, [f"warm-up incomplete: {type(exc).__name__}: {str(exc)[:200]}"]
+
+
+def main(workdir: str, prepared=None) -> int:
     global _proto_fd
     _proto_fd = int(os.environ.pop("INT21_PROTO_FD", 3))
     os.chdir(workdir)
@@ -351,14 +365,7 @@ def main(workdir: str) -> int:
     out = os.open("result.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
     emit("phase", phase="prepare")
-    import torch
-    torch.set_num_threads(1)
-    import math, random, functools, itertools, collections, typing, dataclasses, numpy  # noqa: F401,E401
-    try:
-        _warm_up(torch)
-        warm = []
-    except Exception as exc:   # a torch change: carry on, lazily imported paths may then be refused
-        warm = [f"warm-up incomplete: {type(exc).__name__}: {str(exc)[:200]}"]
+    torch, warm = prepared or prepare()
     from kernels.harness import seccomp
     from kernels.harness.sandbox import Limits, apply_limits
     applied = _isolate() + warm

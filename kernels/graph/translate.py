@@ -29,7 +29,8 @@ C_RESERVED = set(keyword.kwlist) | {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
     "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
     "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-    "volatile", "while", "kernel", "main", "bool", "true", "false", "NULL", "int64_t", "size_t"}
+    "volatile", "while", "kernel", "main", "bool", "true", "false", "NULL", "int64_t", "size_t", "arena",
+    "scratch"}
 TORCH_DTYPES = {"torch.float32": "f32", "torch.bool": "bool"}
 FOLD_DTYPES = {"torch.float32", "torch.bool", "torch.int64", "torch.int32", "torch.float64"}
 MAX_LITERAL_TENSOR = 1   # constants with more distinct values than this become params

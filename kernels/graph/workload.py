@@ -121,3 +121,36 @@ def build(path: Path) -> Workload:
         shape_dims=tuple(imp.dims),
         flop_bound=bool(meta.get("flop_bound")),
     )
+
+
+def in_memory(name: str, graph, params: dict, folder: Path, *, distributions=("model", "large", "tiny"),
+              tolerance: Tolerance | None = None) -> Workload:
+    """A workload straight from a graph (one shape, no baselines, inputs ~ N(0, 1)): for
+    tests and for tuning a single fusion group; the generated source goes to ``folder``."""
+    from kernels.codegen import program
+    from kernels.graph import check
+    prog = program.generate(graph, title=name)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel.c").write_text(prog.source)
+    shape = Shape.of(**{f"{t.name}_{a}": d for t in graph.inputs for a, d in enumerate(t.shape)} or {"n": 1})
+    stress = {"large": 10.0, "tiny": 1e-3}
+
+    def make(s, dist, seed):
+        rng = rng_for(seed, s, dist)
+        out = {t.name: np.ascontiguousarray(inp.draw({"kind": "normal", "mean": 0.0, "std": 1.0}, t.shape, dist,
+                                                     rng, stress), dtype=np.float32) for t in graph.inputs}
+        out.update(params)
+        return out
+
+    def ref(feeds, s):
+        return {f"out{k}": o for k, o in enumerate(interpreter.run(graph, feeds))}
+    from kernels.graph.service import cost
+    flops, nbytes = cost(graph)
+    return Workload(
+        name=name, description=f"{name} (in memory)", args=prog.args, shapes=ShapeSets((shape,), (shape,), ()),
+        distributions=tuple(distributions), tolerance=tolerance or check.derive_tolerance(graph),
+        make_inputs=make, reference=ref, flops=lambda s: flops, bytes_moved=lambda s: nbytes,
+        out_shapes=lambda s: {f"out{k}": graph.shape_of(o) for k, o in enumerate(graph.outputs)},
+        templates={"cpu": Template("cpu", {"generated": "kernel.c"}, prog.space, folder=folder)},
+        shape_dims=tuple(d for d, _ in shape.dims))

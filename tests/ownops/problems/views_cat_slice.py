@@ -15,7 +15,8 @@ class Model(nn.Module):
         z = torch.cat([x, y * 2], dim=1)          # [b, 2c, t]
         z = z.permute(0, 2, 1)[:, 1:, :]          # [b, t-1, 2c]
         w = z.reshape(b, -1) + 1                  # [b, (t-1)*2c]
-        return torch.relu(w), x.transpose(1, 2).contiguous() * y.mean(dim=2, keepdim=True).transpose(1, 2)
+        m = y.mean(dim=2, keepdim=True).expand(b, c, t)
+        return torch.relu(w), x.transpose(1, 2).contiguous() * m.transpose(1, 2)
 
 
 def get_inputs():

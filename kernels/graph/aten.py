@@ -709,6 +709,7 @@ def translate(records: dict, weights: dict) -> tuple:
             env[name] = _placeholder(b, rec, weights, inputs, taken, user_index)
             user_index += rec.get("kind") == "USER_INPUT"
         elif op == "call_function":
+            _symbolic(rec)
             target = rec["target"]
             handler = HANDLERS.get(target)
             if handler is None and target in ("<built-in function getitem>", "getitem"):
@@ -770,6 +771,22 @@ def _output(b, val, i, taken_outputs) -> str:
     if val.name in taken_outputs or not made_by_node:   # each output gets a node of its own
         val = b.op("identity", val)
     return val.name
+
+
+def _symbolic(rec) -> None:
+    """A size torch could only name symbolically (it depends on the data): refused first,
+    whatever the op, because no static kernel can be written for it."""
+    def walk(v):
+        if isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict) and isinstance(v.get("shape"), list):
+            for d in v["shape"]:
+                if not isinstance(d, int):
+                    raise Unsupported(f"node {rec['name']} ({rec.get('target')}) has a data-dependent size "
+                                      f"{d.get('sym', d) if isinstance(d, dict) else d}: shapes must be static",
+                                      node=rec["name"], op=str(rec.get("target")), kind="dynamic")
+    walk(rec.get("val"))
 
 
 def _getitem(b, r, tup, index):

@@ -110,7 +110,6 @@ def from_raw(raw: RawCapture) -> Captured | CaptureFailure:
         records = _records(raw.header)
         weights = {name: _array(raw.blob, rec) for name, rec in _dict(raw.header, "weights").items()
                    if isinstance(rec, dict) and "offset" in rec}
-        samples_raw = _samples(raw.header, raw.blob)
     except _Bad as exc:
         return CaptureFailure("protocol", f"the capture child returned malformed data: {exc}")
     survey = [{"node": r["name"], "target": r["target"],
@@ -125,6 +124,12 @@ def from_raw(raw: RawCapture) -> Captured | CaptureFailure:
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         return CaptureFailure("protocol", f"the captured graph could not be read: {type(exc).__name__}: {exc}",
                               details={"survey": survey})
+    try:
+        samples_raw = _samples(raw.header, raw.blob)
+    except _Dtype as exc:
+        return CaptureFailure("dtype", str(exc))
+    except _Bad as exc:
+        return CaptureFailure("protocol", f"the capture child returned malformed data: {exc}")
     samples = []
     call = []
     names = iter(t.name for t in graph.inputs)
@@ -241,6 +246,10 @@ class _Bad(ValueError):
     pass
 
 
+class _Dtype(ValueError):
+    pass
+
+
 def _dict(d, key) -> dict:
     v = d.get(key)
     if not isinstance(v, dict):
@@ -315,7 +324,7 @@ def _samples(header: dict, blob: bytes) -> list:
         for rec in run["outputs"]:
             if not isinstance(rec, dict) or rec.get("dtype") != "torch.float32":
                 dtype = rec.get("dtype") if isinstance(rec, dict) else "?"
-                raise _Bad(f"the model returned a {str(dtype)[:30]} tensor; outputs must be float32")
+                raise _Dtype(f"the model's output {len(outs)} is {str(dtype)[:30]}; outputs must be float32")
             outs.append(_array(blob, rec))
         seed = run.get("seed", i)
         out.append((seed if isinstance(seed, int) else i, (ins, outs)))

@@ -234,6 +234,9 @@ def _export_error(exc: BaseException) -> Refusal:
                               "dynamic shape", "symbolic")):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return Refusal("dynamic", f"the model has a data-dependent or dynamic shape: {first[:400]}")
+    frames = traceback.extract_tb(exc.__traceback__, limit=200)
+    if any(f.filename == PROBLEM_FILE for f in frames):   # the user's forward raised while traced
+        return _user_error(exc, "while exporting the model (in forward)")
     if isinstance(exc, (MemoryError,)):
         return Refusal("memory", "ran out of memory while exporting the model")
     first = text.strip().splitlines()[0]
@@ -330,9 +333,6 @@ def capture(source: str, request: dict, torch) -> tuple[dict, _Blob]:
             raise
         except BaseException as exc:
             raise _user_error(exc, "while running the model's forward")
-        for i, t in enumerate(outs):
-            if t.dtype != torch.float32:
-                raise Refusal("dtype", f"the model's output {i} is {t.dtype}; outputs must be float32")
         runs.append({"seed": seed, "inputs": [blob.add(t, torch) if isinstance(t, torch.Tensor) else {"scalar": _enc(t, torch)}
                                 for t in inputs],
                      "outputs": [blob.add(t, torch) for t in outs]})

@@ -325,7 +325,28 @@ def _reduction_clusters(plan: Plan) -> dict:
                 continue
             if k in ("pointwise", "bool", "view"):
                 stack.extend(n.refs())
+    # reductions of the same shape and dims over the same input share its pass over memory
+    # (mean and max of x), unless one depends on the other through something else
+    ancestors = _ancestors(plan)
+    by_input: dict = {}
+    for r in reds:
+        by_input.setdefault((plan.root(r.args[0]), sig[r.name]), []).append(r.name)
+    for names in by_input.values():
+        for a in names[1:]:
+            if a not in ancestors[names[0]] and names[0] not in ancestors[a]:
+                parent[find(a)] = find(names[0])
     return {r.name: find(r.name) for r in reds}
+
+
+def _ancestors(plan: Plan) -> dict:
+    out: dict[str, set] = {}
+    for n in plan.graph.nodes:
+        acc = set()
+        for a in n.refs():
+            acc.add(a)
+            acc |= out.get(a, set())
+        out[n.name] = acc
+    return out
 
 
 def _toposort(groups: list, deps: dict) -> list:

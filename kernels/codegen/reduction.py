@@ -25,7 +25,7 @@ import math
 
 from kernels.codegen import loops
 from kernels.codegen.affine import Affine
-from kernels.codegen.expr import Emitter, NeedsBuffer, Reg, count_ops, loads, regs
+from kernels.codegen.expr import Apply, Emitter, NeedsBuffer, Reg, count_ops, loads, regs
 from kernels.codegen.family import Ctx, GroupCode
 from kernels.codegen.partition import row_shape, squeezed
 from kernels.spec import Param
@@ -158,6 +158,11 @@ class _Emit:
                                 help="rows reduced side by side, one per vector lane"))
             body = self._column()
         else:
+            self.stage = self._stageable()
+            if self.stage:
+                params.append(Param(k("STAGE"), "bool", default=1,
+                                    help="keep the last pass's per-element value (softmax: exp(x - max)) in the "
+                                         "output row and rescale it, instead of computing it again"))
             body = self._row()
         loaded = 4 * math.prod(self.dom) * max(1, len({ld.buf for t in all_trees for ld in loads(t)}))
         written = sum(4 * math.prod(self.values[v].shape) for v in self.g.outputs)
@@ -167,6 +172,21 @@ class _Emit:
                    "column" if self.column else "row", "matches": self._matches()}
         return GroupCode(body, params=params, helpers=self.helpers, flops=float(work), bytes=float(loaded + written),
                          summary=summary)
+
+    def _stageable(self) -> dict:
+        """{full output: subtree} where the last pass accumulates a subtree of the output's
+        own tree: that value can wait in the output's row, written by the last pass."""
+        if not self.passes:
+            return {}
+        last = [t for _, _, t in self._pass_accs(self.passes - 1) if isinstance(t, Apply)]
+        out = {}
+        for v in self.full:
+            tree = self.trees.build(v)
+            for t in last:
+                if t != tree and _contains(tree, t):
+                    out[v] = t
+                    break
+        return out
 
     def _matches(self) -> str | None:
         ops = [self.ctx.plan.nodes[m].op for m in self.g.members]
@@ -240,6 +260,11 @@ class _Emit:
                 lines += em.lines
                 em.lines = []
                 lines.append(ind2 + "    " + _accumulate(name, op, val))
+                if p == self.passes - 1:
+                    for v, t in self.stage.items():
+                        if t == tree:
+                            lines += [f"#if {k('STAGE')}", f"{ind2}    {self._full_addr(v, order, dims, index)} = {val};",
+                                      "#endif"]
             self.helpers |= em.helpers
             lines.append(ind2 + "}")
             lines += loops.close(len(inner_sizes) - 1, ind2)
@@ -247,24 +272,40 @@ class _Emit:
             self._rows_ready(p, rowem, perm, lines)
         self._store_rows(rowem, perm, lines, ind)
         if self.full:
-            heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
-            lines += heads
-            lines.append(_simd(k, ""))
-            lines.append(f"{ind2}for (int64_t {inames[-1]} = 0; {inames[-1]} < {inner_sizes[-1]}; "
-                         f"{inames[-1]}++) {{")
-            em = Emitter(index, ind2 + "    ", regs=dict(self._regmap), prefix="f")
-            vals = [(v, em.value(perm(self.trees.build(v)))) for v in self.full]
-            lines += em.lines
-            for v, val in vals:
-                off, st = Affine.identity(self.dom).offset(self.dom)
-                addr = _addr(off, loops.merged_strides(tuple(st[d] for d in order), dims), index)
-                lines.append(f"{ind2}    {ctx.names[v]}[{addr}] = {val};")
-            self.helpers |= em.helpers
-            lines.append(ind2 + "}")
-            lines += loops.close(len(inner_sizes) - 1, ind2)
+            forms = [(False, None)] if not self.stage else [(True, f"#if {k('STAGE')}"), (False, "#else")]
+            for staged, pre in forms:
+                if pre:
+                    lines.append(pre)
+                heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
+                lines += heads
+                lines.append(_simd(k, ""))
+                lines.append(f"{ind2}for (int64_t {inames[-1]} = 0; {inames[-1]} < {inner_sizes[-1]}; "
+                             f"{inames[-1]}++) {{")
+                regmap = dict(self._regmap)
+                trees = {}
+                for v in self.full:
+                    tree = self.trees.build(v)
+                    if staged and v in self.stage:
+                        tree = _substitute(tree, self.stage[v], Reg(f"staged_{v}"))
+                        regmap[f"staged_{v}"] = self._full_addr(v, order, dims, index)
+                    trees[v] = tree
+                em = Emitter(index, ind2 + "    ", regs=regmap, prefix="f")
+                vals = [(v, em.value(perm(trees[v]))) for v in self.full]
+                lines += em.lines
+                for v, val in vals:
+                    lines.append(f"{ind2}    {self._full_addr(v, order, dims, index)} = {val};")
+                self.helpers |= em.helpers
+                lines.append(ind2 + "}")
+                lines += loops.close(len(inner_sizes) - 1, ind2)
+            if self.stage:
+                lines.append("#endif")
         lines += loops.close(len(outer_sizes), ind)
         self.helpers |= rowem.helpers
         return "\n".join(lines)
+
+    def _full_addr(self, v, order, dims, index) -> str:
+        off, st = Affine.identity(self.dom).offset(self.dom)
+        return f"{self.ctx.names[v]}[{_addr(off, loops.merged_strides(tuple(st[d] for d in order), dims), index)}]"
 
     # ------------------------------------------------------------------ column layout
 
@@ -440,6 +481,20 @@ class _Emit:
                 ld = perm(Load(self.ctx.names[v], off, st))
                 lines.append(f"{ind}{self.ctx.names[v]}[{_addr(ld.offset, ld.strides, rowem.index)}] = "
                              f"{self._regmap[v]};")
+
+
+def _contains(e, t) -> bool:
+    if e == t:
+        return True
+    return isinstance(e, Apply) and any(_contains(a, t) for a in e.args)
+
+
+def _substitute(e, t, repl):
+    if e == t:
+        return repl
+    if isinstance(e, Apply):
+        return Apply(e.op, tuple(_substitute(a, t, repl) for a in e.args), e.attrs, e.dtype)
+    return e
 
 
 def _permute(e, order):

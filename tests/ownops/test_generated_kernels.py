@@ -35,6 +35,18 @@ def test_the_unfused_form_is_correct_too(name, imported):
     assert out.status == "ok", out.reason
 
 
+@pytest.mark.parametrize("bpar", [0, 1])
+def test_the_blocked_batched_gemm_is_correct_whoever_splits_the_batch(bpar, imported):
+    """Small blocks force several k slices and column blocks per product, and a batch the
+    threads either share (BPAR 0: one packed B block at a time, double-buffered) or split."""
+    assert imported("bmm_transposed_scale").ok
+    g = next(k.split("_")[0] for k in workloads.get("bmm_transposed_scale").template("cpu").space.names
+             if k.endswith("_BPAR"))
+    out = evaluate("bmm_transposed_scale", **{f"{g}_ALGO": 1, f"{g}_BPAR": bpar, f"{g}_THREADS": 2,
+                                              f"{g}_KC": 64, f"{g}_NC": 256, f"{g}_MC": 24, f"{g}_MR": 4})
+    assert out.status == "ok", out.reason
+
+
 def test_it_refuses_a_wrong_kernel(imported):
     """A control: the judge is not fooled by a kernel that writes zeros."""
     assert imported("softmax_rows").ok

@@ -104,6 +104,11 @@ def normalise(graph: Graph) -> tuple[Graph, dict]:
             name = f"{o}_copy"
             nodes.append(Node(name, "identity", (o,), v.shape, {}, "f32", v.origin))
             outs[k] = name
+    live = set(outs)
+    for n in reversed(nodes):   # nothing is generated for nodes no output needs
+        if n.name in live:
+            live.update(n.refs())
+    nodes = [n for n in nodes if n.name in live]
     return Graph(graph.inputs, graph.params, tuple(nodes), tuple(outs)), alias
 
 

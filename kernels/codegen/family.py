@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from kernels.codegen.expr import Trees
 from kernels.codegen.partition import Group, Partition, Plan
-from kernels.spec import Constraint, Param
+from kernels.spec import Param
 
 
 @dataclass

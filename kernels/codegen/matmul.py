@@ -236,7 +236,6 @@ class _Matmul:
             ctx.write(o)
         scratch_name = ctx.write("__scratch__")
         params = self._params(P, flops, nbatch)
-        big = self.M * self.N * self.K >= 48 * 48 * 48
         kcm, ncm, mcm = f"({self.K} < {P}KC ? {self.K} : {P}KC)", f"({self.N} < {P}NC ? {self.N} : {P}NC)", \
             f"({self.M} < {P}MC ? {self.M} : {P}MC)"
         fmt = dict(P=P, F=F, RSA=rsa, CSA=csa, RSB=rsb, CSB=csb, N=self.N)

@@ -256,7 +256,6 @@ def partition(graph: Graph, *, keep_out: dict | None = None, force: set | None =
             if m in plan.outputs or plan.viewed_outputs(m) or any(c not in members for c in plan.consumers(m)):
                 materialised.add(m)
         g.outputs = [m for m in g.members if m in materialised]
-    # a matmul read inside its own epilogue through anything but its tile is read from memory
     ordered = _toposort(groups, deps)
     part = Partition(ordered, {}, materialised, graph)
     for g in ordered:
@@ -367,7 +366,6 @@ def _toposort(groups: list, deps: dict) -> list:
 def _split_epilogue(part: Partition, g: Group, plan: Plan) -> None:
     """The FUSE=0 form of a matmul's epilogue: its own pointwise group after the matmul,
     which then writes its raw product."""
-    mm = g.anchors[0]
     g.fuse = f"FUSE_{g.id}"
     split = Group(1000 + g.id, "pointwise", g.domain, members=list(g.epilogue), split_of=g.id, order=g.order)
     split.outputs = [m for m in g.epilogue if m in part.materialised]

@@ -14,7 +14,7 @@ import math
 from kernels.codegen import loops
 from kernels.codegen.affine import contiguous_strides
 from kernels.codegen.expr import Emitter, Load, address, count_ops, loads
-from kernels.codegen.family import Ctx, GroupCode, simd, vec_param
+from kernels.codegen.family import Ctx, GroupCode, vec_param
 from kernels.spec import Param
 
 

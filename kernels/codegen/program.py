@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 from kernels.codegen import cmath, registry
 from kernels.codegen.expr import NeedsBuffer
-from kernels.codegen.family import Ctx, GroupCode
+from kernels.codegen.family import Ctx
 from kernels.codegen.partition import Group, Partition, Plan, partition
 from kernels.graph import opset
 from kernels.graph.ir import Graph, Node
-from kernels.spec import Arg, Constraint, DesignSpace, Param
+from kernels.spec import Arg, DesignSpace, Param
 
 ALIGN_FLOATS = 16
 

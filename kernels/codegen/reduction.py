@@ -143,8 +143,6 @@ class _Emit:
     def code(self) -> GroupCode:
         self.schedule()
         ctx, k = self.ctx, self.ctx.knob
-        n_red = math.prod(self.dom[d] for d in self.red)
-        outer_n = math.prod(self.dom) // n_red
         for v in self.g.outputs:
             ctx.write(v)
         all_trees = list(self.red_tree.values()) + list(self.row_tree.values()) + \
@@ -216,7 +214,7 @@ class _Emit:
         return dom_p, loops.coalesce(dom_p, stride_lists, keep_apart=keep), keep
 
     def _row(self) -> str:
-        ctx, k = self.ctx, self.ctx.knob
+        k = self.ctx.knob
         order = [d for d in range(len(self.dom)) if d not in self.red] + sorted(self.red)
         trees_all = list(self.red_tree.values()) + list(self.row_tree.values()) + \
             [self.trees.build(v) for v in self.full]

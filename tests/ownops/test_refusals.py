@@ -2,8 +2,6 @@
 never an exception — and nothing is stored."""
 import textwrap
 
-import pytest
-
 from kernels.graph import capture, service
 
 TAIL = '''

@@ -229,6 +229,8 @@ def partition(graph: Graph, *, keep_out: dict | None = None, force: set | None =
             g = next(iter(cgroups.values()))
             if can_join(n.name, g) and _inlinable(plan, n, g):
                 join(n.name, g)
+                if g.family == "matmul":
+                    g.epilogue.append(n.name)   # computed with the epilogue, in either FUSE form
                 continue
         # materialised: inside a pointwise consumer of the same shape when the other consumers
         # can run after that group
@@ -249,6 +251,7 @@ def partition(graph: Graph, *, keep_out: dict | None = None, force: set | None =
 
     for g in groups:
         g.members.sort(key=lambda m: plan.index[m])
+        g.epilogue.sort(key=lambda m: plan.index[m])
     materialised = set()
     for g in groups:
         members = set(g.members)

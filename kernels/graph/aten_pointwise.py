@@ -48,6 +48,23 @@ def _not(b, r, x):
     return b.op("not", as_bool(b, x))
 
 
+@reg("aten.isnan.default")
+def _isnan(b, r, x):
+    x = f32(b, x)
+    return b.op("ne", x, x)
+
+
+@reg("aten.isinf.default")
+def _isinf(b, r, x):
+    return b.op("eq", b.op("abs", f32(b, x)), float("inf"))
+
+
+@reg("aten.isfinite.default")
+def _isfinite(b, r, x):
+    x = f32(b, x)
+    return b.op("lt", b.op("abs", x), float("inf"))
+
+
 @reg("aten.rsub.Scalar", "aten.rsub.Tensor")
 def _rsub(b, r, x, y, alpha=1):
     x = f32(b, x)

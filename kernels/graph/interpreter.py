@@ -15,16 +15,18 @@ from kernels.graph.ir import Graph
 
 
 def run(graph: Graph, feeds: Mapping[str, np.ndarray], *, keep: Callable[[str], bool] | None = None,
-        observe: Callable[[str, np.ndarray], None] | None = None) -> list[np.ndarray]:
+        observe: Callable[[str, np.ndarray], None] | None = None, float32: bool = False) -> list[np.ndarray]:
     """The graph's outputs (float64, in ``graph.outputs`` order) for ``feeds``: every input
     and param by name. ``observe(name, value)`` sees each node's value as it is made (the
     stress distributions use it to find intermediates outside float32's range). Values are
-    dropped after their last use, so peak memory is the live set, not the whole graph."""
+    dropped after their last use, so peak memory is the live set, not the whole graph.
+    ``float32``: round every value to float32 after each op — a plain float32 implementation,
+    which the stress search holds to the tolerance to find inputs no float32 kernel can meet."""
     env: dict[str, np.ndarray] = {}
     for t in (*graph.inputs, *graph.params):
         if t.name not in feeds:
             raise KeyError(f"no value fed for {t.role} {t.name}")
-        arr = np.asarray(feeds[t.name], dtype=np.float64)
+        arr = np.asarray(feeds[t.name], dtype=np.float32 if float32 else np.float64).astype(np.float64)
         if arr.shape != t.shape:
             raise ValueError(f"{t.role} {t.name} has shape {arr.shape}, the graph says {t.shape}")
         env[t.name] = arr
@@ -36,6 +38,9 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], *, keep: Callable[[str], 
     for i, n in enumerate(graph.nodes):
         operands = [env[a] if isinstance(a, str) else a for a in n.args]
         value = opset.evaluate(n.op, operands, n.attrs)
+        if float32 and value.dtype != np.bool_:
+            with np.errstate(over="ignore"):
+                value = value.astype(np.float32).astype(np.float64)
         if value.shape != n.shape:   # a broadcast literal-only result, or a 0-d NumPy scalar
             value = np.broadcast_to(value, n.shape)
         env[n.name] = value

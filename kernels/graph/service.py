@@ -143,8 +143,8 @@ def import_problem(source: str, *, name: str | None = None, overrides=None, ops_
         return ImportResult(False, failure=_fail("codegen", f"the code generator failed: {type(exc).__name__}: {exc}"))
     smallest = min(range(len(shapes)), key=lambda k: sum(math.prod(t.shape) for t in graphs[k].inputs))
     descs = {t.name: inputs.infer([s.inputs[t.name] for s in first.samples]) for t in first.graph.inputs}
-    stress = inputs.search_stress(graphs[smallest], shapes[smallest][2].params, descs)
     tol = _loosest([s[3].tolerance for s in shapes])
+    stress = inputs.search_stress(graphs[smallest], shapes[smallest][2].params, descs, tol=tol)
     dig = store.digest(source, [s[0] for s in shapes])
     name = name or f"op_{dig[:10]}"
     meta = {

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 
+from kernels.codegen import matmul  # noqa: F401  (registers the "gemm" vector helpers)
 from kernels.codegen.affine import Affine, broadcast_to
 from kernels.codegen.expr import Emitter, Load, NeedsBuffer
 from kernels.codegen.family import Ctx, GroupCode
-from kernels.spec import Param
+from kernels.spec import Constraint, Param
 
 
 class AttentionFamily:
@@ -59,7 +60,7 @@ class AttentionFamily:
         lq = operand(q, ih, ii, ie, ii, ie)
         lk = operand(k, ihk, ij, ie, ij, ie)
         lv = operand(v, ihk, ij, iev, ij, iev)
-        mask_code, helpers = "", {"exp"}
+        mask_code, helpers = "", {"exp", "gemm"}
         index = [f"b{d}" for d in range(nb)] + ["h", "hk", "i", "j", "e", "ev"]
         if mask is not None:
             target = batch + (H, L, S)
@@ -83,7 +84,7 @@ class AttentionFamily:
         bidx = []
         rem = 1
         for d in reversed(range(nb)):
-            bidx.append(f"const int64_t b{d} = (bb / {rem}) % {batch[d]};")
+            bidx.append(f"const int64_t b{d} = (bb / {rem}) % {batch[d]}; (void)b{d};")
             rem *= batch[d]
         nbatch = math.prod(batch)
 
@@ -104,14 +105,22 @@ class AttentionFamily:
         params = [ctx.threads_param(2.0 * nbatch * H * L * S * (E + EV)),
                   Param(ctx.knob("BQ"), "choice", choices=(8, 16, 32, 64), default=32, help="query rows per block"),
                   Param(ctx.knob("BK"), "choice", choices=(32, 64, 128, 256), default=64, help="key rows per block")]
+        evp = -(-EV // 16) * 16
+        constraints = [Constraint(
+            f"({ctx.knob('BQ')} * {ctx.knob('BK')} + {E} * {ctx.knob('BK')} + {ctx.knob('BK')} * {evp} + "
+            f"{ctx.knob('BQ')} * ({E} + {evp})) * 4 <= 262144",
+            "the query and key/value tiles of one thread must fit 256 KiB of its stack")]
         flops = 2.0 * nbatch * H * L * S * (E + EV) * (0.5 if causal else 1.0)
         nbytes = 4.0 * nbatch * (H * L * E + HK * S * (E + EV) + H * L * EV)
-        return GroupCode(text, params=params, helpers=helpers, flops=flops, bytes=nbytes,
+        return GroupCode(text, params=params, constraints=constraints, helpers=helpers, flops=flops, bytes=nbytes,
                          summary={"family": "attention", "heads": H, "kv_heads": HK, "l": L, "s": S, "e": E,
                                   "ev": EV, "causal": causal, "mask": mask is not None})
 
 
 BODY = r"""
+/* tiles: 4 query rows at a time against a key block (scores) and a value block (P.V),
+ * the accumulators in vector registers; rows and columns past the ends are zero padding */
+#define {P}EVP I21_ALIGN_UP({EV}, I21_VW)
 #pragma omp parallel for num_threads({P}THREADS) collapse(3) schedule(dynamic, 1)
 for (int64_t bb = 0; bb < {NB}; bb++) {{
     for (int64_t h = 0; h < {H}; h++) {{
@@ -123,28 +132,46 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
         const float *vh = {VB};
         float *oh = {O} + (bb * {H} + h) * {L} * {EV};
         const int64_t qn = {L} - qb < {P}BQ ? {L} - qb : {P}BQ;
-        float m[{P}BQ], l[{P}BQ], acc[{P}BQ][{EV}], sc[{P}BQ][{P}BK], kt[{E}][{P}BK];
-        for (int64_t r = 0; r < qn; r++) {{
+        float m[{P}BQ], l[{P}BQ];
+        float qs[{P}BQ][{E}] __attribute__((aligned(64)));
+        float sc[{P}BQ][{P}BK] __attribute__((aligned(64)));
+        float kt[{E}][{P}BK] __attribute__((aligned(64)));
+        float vt[{P}BK][{P}EVP] __attribute__((aligned(64)));
+        float acc[{P}BQ][{P}EVP] __attribute__((aligned(64)));
+        for (int64_t r = 0; r < {P}BQ; r++) {{
             m[r] = -INFINITY; l[r] = 0.0f;
-            for (int64_t ev = 0; ev < {EV}; ev++) acc[r][ev] = 0.0f;
+            for (int64_t e = 0; e < {E}; e++) qs[r][e] = r < qn ? qh[(qb + r) * {QL} + e * {QE}] * {SCALE} : 0.0f;
+            for (int64_t ev = 0; ev < {P}EVP; ev++) acc[r][ev] = 0.0f;
         }}
         /* causal: keys j <= i only, so key blocks beyond this query block's last row are skipped */
         const int64_t s_end = {CAUSAL} ? ({S} < qb + qn ? {S} : qb + qn) : {S};
         for (int64_t kb = 0; kb < s_end; kb += {P}BK) {{
             const int64_t kn = s_end - kb < {P}BK ? s_end - kb : {P}BK;
-            for (int64_t jj = 0; jj < kn; jj++)
-                for (int64_t e = 0; e < {E}; e++) kt[e][jj] = kh[(kb + jj) * {KS} + e * {KE}];
+            for (int64_t jj = 0; jj < {P}BK; jj++) {{
+                for (int64_t e = 0; e < {E}; e++) kt[e][jj] = jj < kn ? kh[(kb + jj) * {KS} + e * {KE}] : 0.0f;
+                for (int64_t ev = 0; ev < {P}EVP; ev++)
+                    vt[jj][ev] = jj < kn && ev < {EV} ? vh[(kb + jj) * {VS} + ev * {VE}] : 0.0f;
+            }}
+            for (int64_t r0 = 0; r0 < qn; r0 += 4) {{
+                for (int64_t c0 = 0; c0 < {P}BK; c0 += 4 * I21_VW) {{
+                    i21_vf s4[4][4];
+                    const int nc = ({P}BK - c0) / I21_VW < 4 ? ({P}BK - c0) / I21_VW : 4;
+                    for (int i = 0; i < 4; i++) for (int c = 0; c < 4; c++) s4[i][c] = I21_VZERO();
+                    for (int64_t e = 0; e < {E}; e++) {{
+                        i21_vf kv[4];
+                        for (int c = 0; c < 4; c++) kv[c] = c < nc ? I21_VLOAD(&kt[e][c0 + c * I21_VW]) : I21_VZERO();
+                        for (int i = 0; i < 4; i++) {{
+                            const i21_vf qv = I21_VBCAST(&qs[r0 + i][e]);
+                            for (int c = 0; c < 4; c++) s4[i][c] = I21_VFMA(qv, kv[c], s4[i][c]);
+                        }}
+                    }}
+                    for (int i = 0; i < 4; i++)
+                        for (int c = 0; c < nc; c++) I21_VSTOREU(&sc[r0 + i][c0 + c * I21_VW], s4[i][c]);
+                }}
+            }}
             for (int64_t r = 0; r < qn; r++) {{
                 const int64_t i = qb + r;
-                const float *qrow = qh + i * {QL};
                 float *srow = sc[r];
-                #pragma omp simd
-                for (int64_t jj = 0; jj < kn; jj++) srow[jj] = 0.0f;
-                for (int64_t e = 0; e < {E}; e++) {{
-                    const float qv = qrow[e * {QE}] * {SCALE};
-                    #pragma omp simd
-                    for (int64_t jj = 0; jj < kn; jj++) srow[jj] += qv * kt[e][jj];
-                }}
                 float mx = m[r];
                 for (int64_t jj = 0; jj < kn; jj++) {{
                     const int64_t j = kb + jj;
@@ -158,21 +185,32 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
                 const float alpha = mx == -INFINITY ? 1.0f : i21_exp(m[r] - mx);
                 float sum = 0.0f;
                 #pragma omp simd reduction(+:sum)
-                for (int64_t jj = 0; jj < kn; jj++) {{
-                    const float p = mx == -INFINITY ? 0.0f : i21_exp(srow[jj] - mx);
+                for (int64_t jj = 0; jj < {P}BK; jj++) {{
+                    const float p = (jj < kn && mx != -INFINITY) ? i21_exp(srow[jj] - mx) : 0.0f;
                     srow[jj] = p;
                     sum += p;
                 }}
                 l[r] = l[r] * alpha + sum;
                 m[r] = mx;
-                float *arow = acc[r];
                 #pragma omp simd
-                for (int64_t ev = 0; ev < {EV}; ev++) arow[ev] *= alpha;
-                for (int64_t jj = 0; jj < kn; jj++) {{
-                    const float p = srow[jj];
-                    const float *vrow = vh + (kb + jj) * {VS};
-                    #pragma omp simd
-                    for (int64_t ev = 0; ev < {EV}; ev++) arow[ev] += p * vrow[ev * {VE}];
+                for (int64_t ev = 0; ev < {P}EVP; ev++) acc[r][ev] *= alpha;
+            }}
+            for (int64_t r0 = 0; r0 < qn; r0 += 4) {{
+                for (int64_t c0 = 0; c0 < {P}EVP; c0 += 4 * I21_VW) {{
+                    const int nc = ({P}EVP - c0) / I21_VW < 4 ? ({P}EVP - c0) / I21_VW : 4;
+                    i21_vf a4[4][4];
+                    for (int i = 0; i < 4; i++)
+                        for (int c = 0; c < 4; c++) a4[i][c] = c < nc ? I21_VLOAD(&acc[r0 + i][c0 + c * I21_VW]) : I21_VZERO();
+                    for (int64_t jj = 0; jj < kn; jj++) {{
+                        i21_vf vv[4];
+                        for (int c = 0; c < 4; c++) vv[c] = c < nc ? I21_VLOAD(&vt[jj][c0 + c * I21_VW]) : I21_VZERO();
+                        for (int i = 0; i < 4; i++) {{
+                            const i21_vf pv = I21_VBCAST(&sc[r0 + i][jj]);
+                            for (int c = 0; c < 4; c++) a4[i][c] = I21_VFMA(pv, vv[c], a4[i][c]);
+                        }}
+                    }}
+                    for (int i = 0; i < 4; i++)
+                        for (int c = 0; c < nc; c++) I21_VSTOREU(&acc[r0 + i][c0 + c * I21_VW], a4[i][c]);
                 }}
             }}
         }}

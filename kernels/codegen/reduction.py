@@ -242,15 +242,24 @@ class _Emit:
         lines += heads
         rowem = Emitter(index, ind, prefix="w")
         self._rows_ready(-1, rowem, perm, lines)
+        # one row only (a reduction to a single value): its passes are split over the threads,
+        # each thread's partial kept apart and combined in thread order (deterministic)
+        split = not outer_sizes
         for p in range(self.passes):
             accs = self._pass_accs(p)
             for name, op, _ in accs:
                 lines.append(f"{ind}float acc_{name} = {INIT[op]};")
             clause = "".join(f" reduction({CLAUSE[op]}:acc_{name})" for name, op, _ in accs)
-            heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
+            base_ind = ind
+            if split:
+                lines += self._split_open(p, accs, inner_sizes[0], ind)
+                ind = ind + "    "
+            heads, ind2 = self._inner_heads(inner_sizes, inames, ind, split)
             lines += heads
             lines.append(_simd(k, clause))
-            lines.append(f"{ind2}for (int64_t {inames[-1]} = 0; {inames[-1]} < {inner_sizes[-1]}; "
+            lo = "lo" if split and len(inner_sizes) == 1 else "0"
+            hi = "hi" if split and len(inner_sizes) == 1 else inner_sizes[-1]
+            lines.append(f"{ind2}for (int64_t {inames[-1]} = {lo}; {inames[-1]} < {hi}; "
                          f"{inames[-1]}++) {{")
             em = Emitter(index, ind2 + "    ", regs=dict(self._regmap))
             for name, op, tree in accs:
@@ -266,6 +275,9 @@ class _Emit:
             self.helpers |= em.helpers
             lines.append(ind2 + "}")
             lines += loops.close(len(inner_sizes) - 1, ind2)
+            if split:
+                ind = base_ind
+                lines += self._split_close(p, accs, ind)
             self._finish_pass(p, accs, lines, ind)
             self._rows_ready(p, rowem, perm, lines)
         self._store_rows(rowem, perm, lines, ind)
@@ -274,11 +286,22 @@ class _Emit:
             for staged, pre in forms:
                 if pre:
                     lines.append(pre)
-                heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
+                if split:
+                    lines.append(f"#pragma omp parallel for num_threads({k('THREADS')}) schedule(static)")
+                    if len(inner_sizes) == 1:
+                        lines.append(f"{ind}for (int64_t c0 = 0; c0 < {self._chunks(inner_sizes[0])}; c0++) {{")
+                        lines.append(f"{ind}    const int64_t lo = c0 * 4096, hi = lo + 4096 < {inner_sizes[0]} ? "
+                                     f"lo + 4096 : {inner_sizes[0]};")
+                        heads, ind2 = [], ind + "    "
+                    else:
+                        heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
+                else:
+                    heads, ind2 = loops.for_loops(inner_sizes[:-1], inames[:-1], ind)
                 lines += heads
                 lines.append(_simd(k, ""))
-                lines.append(f"{ind2}for (int64_t {inames[-1]} = 0; {inames[-1]} < {inner_sizes[-1]}; "
-                             f"{inames[-1]}++) {{")
+                one = split and len(inner_sizes) == 1
+                lines.append(f"{ind2}for (int64_t {inames[-1]} = {'lo' if one else 0}; {inames[-1]} < "
+                             f"{'hi' if one else inner_sizes[-1]}; {inames[-1]}++) {{")
                 regmap = dict(self._regmap)
                 trees = {}
                 for v in self.full:
@@ -295,11 +318,47 @@ class _Emit:
                 self.helpers |= em.helpers
                 lines.append(ind2 + "}")
                 lines += loops.close(len(inner_sizes) - 1, ind2)
+                if split and len(inner_sizes) == 1:
+                    lines.append(ind + "}")
             if self.stage:
                 lines.append("#endif")
         lines += loops.close(len(outer_sizes), ind)
         self.helpers |= rowem.helpers
         return "\n".join(lines)
+
+    @staticmethod
+    def _chunks(n: int) -> int:
+        return (n + 4095) // 4096
+
+    def _inner_heads(self, sizes, names, ind, split):
+        """Headers of the reduced loops but the innermost; the outermost one takes this
+        thread's share [lo, hi) when the row is split."""
+        if not split or len(sizes) == 1:
+            return loops.for_loops(sizes[:-1], names[:-1], ind)
+        heads = [f"{ind}for (int64_t {names[0]} = lo; {names[0]} < hi; {names[0]}++) {{"]
+        more, ind2 = loops.for_loops(sizes[1:-1], names[1:-1], ind + "    ")
+        return heads + more, ind2
+
+    def _split_open(self, p, accs, n0, ind) -> list:
+        k = self.ctx.knob
+        out = [f"{ind}float part{p}[{k('THREADS')}][{max(1, len(accs))}];",
+               f"{ind}int nt{p} = 1;",
+               f"#pragma omp parallel num_threads({k('THREADS')})",
+               f"{ind}{{",
+               f"{ind}    const int t = omp_get_thread_num(), nt = omp_get_num_threads();",
+               f"{ind}    if (t == 0) nt{p} = nt;",
+               f"{ind}    const int64_t lo = {n0} * t / nt, hi = {n0} * (t + 1) / nt;"]
+        out += [f"{ind}    float acc_{name} = {INIT[op]};" for name, op, _ in accs]
+        return out
+
+    def _split_close(self, p, accs, ind) -> list:
+        out = [f"{ind}    part{p}[t][{a}] = acc_{name};" for a, (name, _, _) in enumerate(accs)]
+        out.append(f"{ind}}}")
+        out.append(f"{ind}for (int t = 0; t < nt{p}; t++) {{")
+        for a, (name, op, _) in enumerate(accs):
+            out.append(f"{ind}    " + _accumulate(name, op, f"part{p}[t][{a}]"))
+        out.append(f"{ind}}}")
+        return out
 
     def _full_addr(self, v, order, dims, index) -> str:
         off, st = Affine.identity(self.dom).offset(self.dom)

@@ -354,3 +354,68 @@ def _dropout(b, r, x, p, train):
     if train:
         raise Unsupported(f"node {r['name']}: dropout in training mode is random", node=r["name"])
     return Val(items=[x, Val(const=np.ones(shp(x), dtype=np.bool_))])
+
+
+# --------------------------------------------------------------------------- pooling (non-overlapping)
+
+def _pool(b, r, x, kernel, stride, padding, dilation, ceil_mode, kind):
+    """Windows that tile the input (stride == kernel, no padding): a reshape that splits each
+    pooled dim into (windows, window) and a reduction over the window dims."""
+    x = f32(b, x)
+    kernel = list(kernel) * (2 // len(kernel)) if len(kernel) == 1 else list(kernel)
+    stride = list(stride or kernel)
+    stride = stride * (2 // len(stride)) if len(stride) == 1 else stride
+    pad = list(padding) if isinstance(padding, (list, tuple)) else [padding]
+    dil = list(dilation) if isinstance(dilation, (list, tuple)) else [dilation]
+    if stride != kernel or any(pad) or any(d != 1 for d in dil) or ceil_mode:
+        raise Unsupported(f"node {r['name']}: pooling with overlapping or padded windows is not supported "
+                          "(only windows that tile the input: stride == kernel, no padding)",
+                          node=r["name"], op=r["target"])
+    shape = shp(x)
+    lead = list(shape[:-2])
+    (h, w), (kh, kw) = shape[-2:], kernel
+    oh, ow = h // kh, w // kw
+    if oh * kh != h:
+        x = b.op("slice", x, dim=len(shape) - 2, start=0, stop=oh * kh, step=1)
+    if ow * kw != w:
+        x = b.op("slice", x, dim=len(shape) - 1, start=0, stop=ow * kw, step=1)
+    n = len(lead)
+    y = reshape(b, x, lead + [oh, kh, ow, kw])
+    red = b.op("mean" if kind == "avg" else "amax", y, dims=[n + 1, n + 3])
+    return reshape(b, red, lead + [oh, ow])
+
+
+@reg("aten.avg_pool2d.default")
+def _avg_pool2d(b, r, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    out = _pool(b, r, x, kernel_size, stride, padding, 1, ceil_mode, "avg")
+    if divisor_override:
+        k = list(kernel_size) * (2 // len(kernel_size)) if len(kernel_size) == 1 else list(kernel_size)
+        out = b.op("mul", out, float(k[0] * k[1]) / float(divisor_override))
+    return out
+
+
+@reg("aten.max_pool2d_with_indices.default")
+def _max_pool2d(b, r, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return Val(items=[_pool(b, r, x, kernel_size, stride, padding, dilation, ceil_mode, "max"),
+                      Val(refused=f"node {r['name']}: max-pooling indices are integers, which are not supported")])
+
+
+@reg("aten.adaptive_max_pool2d.default")
+def _adaptive_max(b, r, x, output_size):
+    h, w = shp(x)[-2:]
+    oh, ow = output_size
+    if h % oh or w % ow:
+        raise Unsupported(f"node {r['name']}: adaptive pooling to a size that does not divide the input",
+                          node=r["name"], op=r["target"])
+    return _max_pool2d(b, r, x, [h // oh, w // ow], [h // oh, w // ow])
+
+
+@reg("aten._adaptive_avg_pool2d.default")
+def _adaptive_avg(b, r, x, output_size):
+    h, w = shp(x)[-2:]
+    oh, ow = output_size
+    if h % oh or w % ow:
+        raise Unsupported(f"node {r['name']}: adaptive pooling to a size that does not divide the input",
+                          node=r["name"], op=r["target"])
+    return _avg_pool2d(b, r, x, [h // oh, w // ow], [h // oh, w // ow])

@@ -82,6 +82,15 @@ def through_permute(m: Affine, perm) -> Affine:
     return Affine(tuple(const), tuple(coef), m.ndom)
 
 
+def through_flip(m: Affine, dims, shape) -> Affine:
+    """v = flip(u, dims): u[j] = n_j - 1 - v[j] along the flipped dims (negative strides)."""
+    const, coef = list(m.const), list(m.coef)
+    for d in dims:
+        const[d] = shape[d] - 1 - m.const[d]
+        coef[d] = tuple(-c for c in m.coef[d])
+    return Affine(tuple(const), tuple(coef), m.ndom)
+
+
 def through_slice(m: Affine, dim: int, start: int, step: int) -> Affine:
     const = list(m.const)
     coef = list(m.coef)

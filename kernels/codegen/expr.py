@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kernels.codegen import cmath
-from kernels.codegen.affine import (Affine, NotAffine, broadcast_to, through_permute, through_reshape,
-                                    through_slice)
+from kernels.codegen.affine import (Affine, NotAffine, broadcast_to, through_flip, through_permute,
+                                    through_reshape, through_slice)
 from kernels.graph import opset
 from kernels.graph.ir import Graph, Node
 
@@ -133,6 +133,8 @@ def _through_view(v: Node, m: Affine, src_shape, dom) -> Affine:
         return broadcast_to(m, src_shape, v.shape, len(dom))
     if v.op == "slice":
         return through_slice(m, v.attrs["dim"], v.attrs["start"], v.attrs["step"])
+    if v.op == "flip":
+        return through_flip(m, v.attrs["dims"], src_shape)
     return through_reshape(m, src_shape, v.shape, dom)
 
 

@@ -24,7 +24,7 @@ UNSUPPORTED_WHY = {
     "argmax": "argmax/argmin produce integer tensors, which are not supported",
     "argmin": "argmax/argmin produce integer tensors, which are not supported",
     "embedding": "embedding lookups (integer indices) are not supported",
-    "pad": "padding is not supported yet", "flip": "flip is not supported", "roll": "roll is not supported",
+    "pad": "padding is not supported yet", "roll": "roll is not supported",
     "upsample": "upsampling is not supported", "interpolate": "interpolation is not supported",
     "empty": "uninitialised tensors (torch.empty) are not supported",
 }

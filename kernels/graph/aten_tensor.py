@@ -257,6 +257,13 @@ def _permute(b, r, x, dims):
     return x if perm == sorted(perm) else b.op("permute", x, perm=perm)
 
 
+@reg("aten.flip.default")
+def _flip(b, r, x, dims):
+    n = rank(x)
+    dims = sorted({d % n for d in dims if shp(x)[d % n] > 1}) if n else []
+    return b.op("flip", x, dims=dims) if dims else x
+
+
 @reg("aten.t.default")
 def _t(b, r, x):
     return b.op("permute", x, perm=[1, 0]) if rank(x) == 2 else x

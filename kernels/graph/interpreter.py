@@ -27,6 +27,8 @@ def run(graph: Graph, feeds: Mapping[str, np.ndarray], *, keep: Callable[[str], 
         if t.name not in feeds:
             raise KeyError(f"no value fed for {t.role} {t.name}")
         arr = np.asarray(feeds[t.name], dtype=np.float32 if float32 else np.float64).astype(np.float64)
+        if arr.shape != t.shape and arr.size == int(np.prod(t.shape)) and arr.size == 1:
+            arr = arr.reshape(t.shape)   # a 0-d value that went through np.ascontiguousarray
         if arr.shape != t.shape:
             raise ValueError(f"{t.role} {t.name} has shape {arr.shape}, the graph says {t.shape}")
         env[t.name] = arr

@@ -121,7 +121,7 @@ COMPARE = {
 }
 LOGIC = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 REDUCE = ("sum", "mean", "amax", "amin", "prod", "var")
-VIEWS = ("reshape", "permute", "expand", "slice")
+VIEWS = ("reshape", "permute", "expand", "slice", "flip")
 
 
 def _reduce(xs, a):
@@ -143,6 +143,8 @@ def _view(xs, a, kind):
         return np.transpose(x, a["perm"])
     if kind == "expand":
         return np.broadcast_to(x, a["shape"])
+    if kind == "flip":
+        return np.flip(x, axis=tuple(a["dims"]))
     index = [slice(None)] * x.ndim
     index[a["dim"]] = slice(a["start"], a["stop"], a["step"])
     return x[tuple(index)]
@@ -254,6 +256,11 @@ def infer(op: str, operands: list, attrs: dict) -> tuple[tuple[int, ...], str]:
         if len(new) < rank or any(s != 1 and s != n for s, n in zip(pad, new)):
             raise OpError(f"cannot expand {list(shape)} to {list(new)}")
         return new, dtype
+    if op == "flip":
+        dims = attrs.get("dims")
+        if not isinstance(dims, list) or sorted(set(dims)) != dims or not all(0 <= d < rank for d in dims):
+            raise OpError(f"flip dims {dims!r} must be sorted distinct axes")
+        return shape, dtype
     if op == "slice":
         d, start, stop, step = (attrs.get(k) for k in ("dim", "start", "stop", "step"))
         if not (isinstance(d, int) and 0 <= d < rank and isinstance(step, int) and step >= 1

@@ -79,7 +79,7 @@ def save(base: Path | None, name: str, dig: str, source: str, meta: dict, shapes
             d = tmp / "shapes" / str(k)
             d.mkdir(parents=True)
             (d / "graph.json").write_text(graph.dumps())
-            np.savez(d / "params.npz", **{n: np.ascontiguousarray(a, dtype=np.float32) for n, a in params.items()})
+            np.savez(d / "params.npz", **{n: np.asarray(a, dtype=np.float32, order="C") for n, a in params.items()})
         (tmp / "kernel.c").write_text(kernel)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True, allow_nan=False))
         if final.exists():

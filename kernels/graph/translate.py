@@ -130,7 +130,7 @@ class Builder:
         if arr.dtype.kind in "iu" and not np.array_equal(data.astype(arr.dtype), arr):
             raise Unsupported(f"node {self.origin}: an integer constant does not fit float32", node=self.origin)
         name = self.fresh("c_fold")
-        self.params[name] = np.ascontiguousarray(data)
+        self.params[name] = np.asarray(data, order="C")   # (ascontiguousarray would make 0-d 1-d)
         self.param_roles[name] = ("const", "folded")
         self.specs[name] = (tuple(data.shape), "f32")
         val = Val(name=name, shape=tuple(data.shape), dtype="f32")

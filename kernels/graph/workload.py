@@ -71,7 +71,7 @@ class Imported:
             x = inp.draw(desc, t.shape, "model" if distribution == "masked" else distribution, rng, stress)
             if distribution == "masked" and t.name in stress.get("masked", []):
                 x = inp.masked(x, rng)
-            out[t.name] = np.ascontiguousarray(x, dtype=np.float32)
+            out[t.name] = np.asarray(x, dtype=np.float32, order="C")
         out.update(params)
         return out
 
@@ -138,7 +138,7 @@ def in_memory(name: str, graph, params: dict, folder: Path, *, distributions=("m
 
     def make(s, dist, seed):
         rng = rng_for(seed, s, dist)
-        out = {t.name: np.ascontiguousarray(inp.draw({"kind": "normal", "mean": 0.0, "std": 1.0}, t.shape, dist,
+        out = {t.name: np.asarray(inp.draw({"kind": "normal", "mean": 0.0, "std": 1.0}, t.shape, dist,
                                                      rng, stress), dtype=np.float32) for t in graph.inputs}
         out.update(params)
         return out

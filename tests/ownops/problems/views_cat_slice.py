@@ -1,4 +1,4 @@
-"""Views and copies: permute, slice, concatenate, reshape, expand."""
+"""Views and copies: permute, slice, flip, concatenate, reshape, expand."""
 import torch
 import torch.nn as nn
 
@@ -12,7 +12,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x, y):
-        z = torch.cat([x, y * 2], dim=1)          # [b, 2c, t]
+        z = torch.cat([x, y.flip(2) * 2], dim=1)  # [b, 2c, t]
         z = z.permute(0, 2, 1)[:, 1:, :]          # [b, t-1, 2c]
         w = z.reshape(b, -1) + 1                  # [b, (t-1)*2c]
         m = y.mean(dim=2, keepdim=True).expand(b, c, t)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from kernels.graph import opset
 from kernels.graph.ir import Graph, Node
 
-ANCHORS = {"matmul": "matmul", "attention": "attention", "cat": "cat"}
+ANCHORS = {"matmul": "matmul", "attention": "attention", "cat": "cat", "scan": "scan"}
 
 
 @dataclass
@@ -283,7 +283,7 @@ def _fits(plan: Plan, n: Node, g: Group, via: str) -> bool:
 def _inlinable(plan: Plan, n: Node, g: Group) -> bool:
     """Inlining ``n`` into ``g``'s trees (recomputed where read) is always possible for
     pointwise, reduction and cat groups; in a matmul group only inside the epilogue."""
-    if g.family in ("pointwise", "reduction", "cat"):
+    if g.family in ("pointwise", "reduction", "cat", "scan"):
         return True
     if g.family == "matmul":
         return all(c in g.epilogue for c in plan.consumers(n.name))

@@ -21,6 +21,7 @@ FAMILIES = {
     "matmul": "kernels.codegen.matmul",
     "attention": "kernels.codegen.attention",
     "cat": "kernels.codegen.concat",
+    "scan": "kernels.codegen.scan",
 }
 
 _loaded: dict = {}

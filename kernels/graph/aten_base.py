@@ -19,7 +19,6 @@ UNSUPPORTED_WHY = {
     "convolution": "convolutions are not supported yet", "conv": "convolutions are not supported yet",
     "pool": "pooling with overlapping windows is not supported yet", "index": "indexing by tensors is not supported",
     "gather": "gather/scatter are not supported", "scatter": "gather/scatter are not supported",
-    "cumsum": "scans (cumsum/cumprod) are not supported", "cumprod": "scans are not supported",
     "sort": "sorting is not supported", "topk": "top-k is not supported",
     "argmax": "argmax/argmin produce integer tensors, which are not supported",
     "argmin": "argmax/argmin produce integer tensors, which are not supported",

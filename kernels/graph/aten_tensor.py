@@ -264,6 +264,12 @@ def _flip(b, r, x, dims):
     return b.op("flip", x, dims=dims) if dims else x
 
 
+@reg("aten.cumsum.default", "aten.cumprod.default")
+def _scan(b, r, x, dim, dtype=None):
+    x = f32(b, x)
+    return b.op("cumsum" if "cumsum" in r["target"] else "cumprod", x, dim=dim % rank(x))
+
+
 @reg("aten.t.default")
 def _t(b, r, x):
     return b.op("permute", x, perm=[1, 0]) if rank(x) == 2 else x

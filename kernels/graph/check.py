@@ -25,7 +25,7 @@ from kernels.graph.ir import Graph
 from kernels.harness.verify import compare
 from kernels.spec import Tolerance
 
-ACCUMULATING = {"matmul", "attention", "sum", "mean", "var", "prod"}
+ACCUMULATING = {"matmul", "attention", "sum", "mean", "var", "prod", "cumsum", "cumprod"}
 CHECK_SLACK = 10.0   # torch may be this much further off than our kernels are allowed to be
 
 
@@ -53,6 +53,8 @@ def stats(graph: Graph) -> GraphStats:
                 max_k = max(max_k, shapes[refs[0]][-1])
             elif n.op == "attention":
                 max_k = max(max_k, shapes[refs[1]][-2], shapes[refs[0]][-1])
+            elif n.op in ("cumsum", "cumprod"):
+                max_k = max(max_k, shapes[refs[0]][n.attrs["dim"]])
             else:
                 max_k = max(max_k, math.prod(shapes[refs[0]][i] for i in n.attrs["dims"]))
         depth[n.name], chain[n.name] = d, c

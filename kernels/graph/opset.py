@@ -14,7 +14,8 @@ Families, which the partitioner groups by:
 - ``view``       ``reshape``, ``permute``, ``expand``, ``slice``: no arithmetic;
 - ``cat``        concatenation along ``dim``;
 - ``matmul``     ``a[..., M, K] @ b[..., K, N]`` with broadcast batch dims;
-- ``attention``  ``softmax(q kᵀ · scale + mask) v`` (causal, grouped-query heads).
+- ``attention``  ``softmax(q kᵀ · scale + mask) v`` (causal, grouped-query heads);
+- ``scan``       inclusive ``cumsum``/``cumprod`` along ``dim``.
 """
 from __future__ import annotations
 
@@ -188,6 +189,8 @@ for _n in VIEWS:
     OPS[_n] = Op(_n, "view", 1, (lambda k: lambda xs, a: _view(xs, a, k))(_n), in_dtype="any")
 OPS["cat"] = Op("cat", "cat", None, lambda xs, a: np.concatenate(xs, axis=a["dim"]))
 OPS["identity"] = Op("identity", "pointwise", 1, lambda xs, a: xs[0], in_dtype="any")
+OPS["cumsum"] = Op("cumsum", "scan", 1, lambda xs, a: np.cumsum(xs[0], axis=a["dim"]))
+OPS["cumprod"] = Op("cumprod", "scan", 1, lambda xs, a: np.cumprod(xs[0], axis=a["dim"]))
 OPS["matmul"] = Op("matmul", "matmul", 2, lambda xs, a: np.matmul(xs[0], xs[1]))
 OPS["attention"] = Op("attention", "attention", None,
                       lambda xs, a: attention(xs[0], xs[1], xs[2], xs[3] if len(xs) > 3 else None, a),
@@ -275,6 +278,11 @@ def infer(op: str, operands: list, attrs: dict) -> tuple[tuple[int, ...], str]:
             if len(t[0]) != rank or any(a != b for i, (a, b) in enumerate(zip(t[0], shape)) if i != d):
                 raise OpError(f"cannot concatenate {list(t[0])} with {list(shape)} along dim {d}")
         return shape[:d] + (sum(t[0][d] for t in tensors),) + shape[d + 1:], "f32"
+    if fam == "scan":
+        d = attrs.get("dim")
+        if not isinstance(d, int) or not 0 <= d < rank:
+            raise OpError(f"scan dim {d!r} is out of range")
+        return shape, "f32"
     if op == "matmul":
         (sa, _), (sb, _) = tensors
         if len(sa) < 2 or len(sb) < 2 or sa[-1] != sb[-2]:

@@ -16,6 +16,7 @@ USES = {
     "matmul": "matmul_plain",
     "attention": "attention_gqa_mask",
     "cat": "views_cat_slice",
+    "scan": "cumsum_variants",
 }
 
 

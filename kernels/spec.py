@@ -422,7 +422,8 @@ class Baseline:
     """What an engineer would use instead; timed against the candidate inside the same child.
 
     ``fn`` is ``"module:factory"``; ``factory(inputs, outputs, dims, **options) -> callable``
-    (``dims``: the shape as a name → size dict; ``options``: this baseline's JSON options) prepares
+    (``dims``: the shape as a name → size dict; ``options``: this baseline's JSON ``options``,
+    e.g. where an imported problem is stored) prepares
     once (wraps buffers, compiles) and returns the zero-argument call that is timed; the call
     MUST write the preallocated ``outputs``. ``strong`` marks a baseline an engineer would
     really ship (a speedup above 10x a strong baseline is re-checked). ``default=False``

@@ -65,10 +65,15 @@ _BASELINE_ALLOWED = {
     "chdir", "fchdir", "execve", "execveat", "fork", "vfork", "kill", "tkill", "setsid", "setpgid", "socketpair",
     "name_to_handle_at",
 }
+# "capture" is the own-ops capture child, which runs a user's problem file with torch loaded:
+# the candidate's list, and no directory listings (nothing to learn about the host to smuggle
+# out in the graph it returns) and no anonymous files.
 PROFILES = {
-    "candidate": {name: nr for name, nr in DENY_X86_64.items()},
+    "candidate": dict(DENY_X86_64),
+    "capture": {**DENY_X86_64, "getdents": 78, "getdents64": 217, "memfd_create": 319},
     "baseline": {name: nr for name, nr in DENY_X86_64.items() if name not in _BASELINE_ALLOWED},
 }
+PROFILES["kernel"] = PROFILES["candidate"]     # the name the capture code first knew it by
 
 
 def _ins(code, k, jt=0, jf=0) -> bytes:
@@ -76,10 +81,12 @@ def _ins(code, k, jt=0, jf=0) -> bytes:
 
 
 def program(pid: int, profile: str = "candidate") -> bytes:
-    """The filter: arch check, clone3 → ENOSYS (glibc falls back to clone), clone only
-    for threads, tgkill only at ourselves, the deny list → kill, everything else allowed.
-    The "baseline" profile lets processes and files be, and refuses sockets other than
-    AF_UNIX with EACCES (a library probing the network gets an error, not a dead process)."""
+    """The filter: arch check, clone3 → ENOSYS (glibc falls back to clone), the profile's deny
+    list → kill, everything else allowed. "candidate" and "capture" allow clone only for
+    threads and tgkill only at ourselves; "baseline" lets processes and files be, and refuses
+    sockets other than AF_UNIX with EACCES (a library probing the network gets an error)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown seccomp profile {profile!r}; known: {', '.join(PROFILES)}")
     kill = _ins(RET_K, SECCOMP_RET_KILL_PROCESS)
     allow = _ins(RET_K, SECCOMP_RET_ALLOW)
     deny = PROFILES[profile]
@@ -92,7 +99,7 @@ def program(pid: int, profile: str = "candidate") -> bytes:
         kill,
     ]
     out += [_ins(JEQ_K, CLONE3, 0, 1), _ins(RET_K, SECCOMP_RET_ERRNO | ENOSYS)]
-    if profile == "candidate":
+    if profile != "baseline":
         out += [_ins(JEQ_K, CLONE, 0, 4), _ins(LD_W_ABS, 16), _ins(JSET_K, CLONE_THREAD, 1, 0), kill, allow]
         out += [_ins(JEQ_K, TGKILL, 0, 4), _ins(LD_W_ABS, 16), _ins(JEQ_K, pid, 1, 0), kill, allow]
     else:

@@ -1,0 +1,25 @@
+"""Level 2: Gemm (Linear) then GELU."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch_size = 256
+in_features = 1024
+out_features = 1024
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return F.gelu(self.linear(x))
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]

@@ -1,0 +1,227 @@
+"""Attention groups: softmax(q kᵀ · scale + mask) v, flash-style, never forming the scores.
+
+Per (batch, head) and block of BQ query rows, the key/value rows are walked in blocks of BK
+with an online softmax: the running max and sum are rescaled as each block arrives, and
+the output accumulates P·V in registers-and-L1. The key block is packed transposed once per
+query block so that scores are computed as BQ rows of vector FMAs over the keys, and P·V as
+vector FMAs over the value width. Causal masks skip the key blocks above the diagonal
+entirely; additive or boolean masks are read (or computed, for boolean masks made from
+comparisons) per score. Grouped-query heads map query head h to key head h / (Hq / Hk).
+Knobs: THREADS, BQ, BK.
+"""
+from __future__ import annotations
+
+import math
+
+from kernels.codegen import matmul  # noqa: F401  (registers the "gemm" vector helpers)
+from kernels.codegen.affine import Affine, broadcast_to
+from kernels.codegen.expr import Emitter, Load, NeedsBuffer
+from kernels.codegen.family import Ctx, GroupCode
+from kernels.spec import Constraint, Param
+
+
+class AttentionFamily:
+    name = "attention"
+
+    def emit(self, group, ctx: Ctx) -> GroupCode:
+        node = ctx.plan.nodes[group.anchors[0]]
+        values = ctx.graph.values()
+        q, k, v = node.args[:3]
+        mask = node.args[3] if len(node.args) > 3 else None
+        sq, sk, sv = values[q].shape, values[k].shape, values[v].shape
+        batch = sq[:-3]
+        H, L, E = sq[-3], sq[-2], sq[-1]
+        HK, S, EV = sk[-3], sk[-2], sv[-1]
+        nb = len(batch)
+        # loop domain: batch..., h, hk, i (query), j (key), e, ev
+        dom = batch + (H, HK, L, S, E, EV)
+        ih, ihk, ii, ij, ie, iev = (nb + x for x in range(6))
+        trees = ctx.trees(dom, inline=lambda n: False)
+
+        def operand(name, head, row, col, rowdim, coldim):
+            shape = values[name].shape
+            const, coef = [], []
+            for d, s in enumerate(shape):
+                r = [0] * len(dom)
+                if d < nb and s > 1:
+                    r[d] = 1
+                elif d == nb:
+                    r[head] = 1
+                elif d == nb + 1:
+                    r[rowdim] = 1
+                elif d == nb + 2:
+                    r[coldim] = 1
+                const.append(0)
+                coef.append(tuple(r))
+            e = trees.build(name, Affine(tuple(const), tuple(coef), len(dom)))
+            if not isinstance(e, Load):
+                raise NeedsBuffer(name, "attention operands are read from memory")
+            return e
+        lq = operand(q, ih, ii, ie, ii, ie)
+        lk = operand(k, ihk, ij, ie, ij, ie)
+        lv = operand(v, ihk, ij, iev, ij, iev)
+        mask_code, helpers = "", {"exp", "gemm"}
+        index = [f"b{d}" for d in range(nb)] + ["h", "hk", "i", "j", "e", "ev"]
+        if mask is not None:
+            target = batch + (H, L, S)
+            full = Affine.identity(dom)
+            # the mask is indexed (batch..., h, i, j): pick those rows of the identity map
+            pick = list(range(nb)) + [ih, ii, ij]
+            mm = Affine(tuple(0 for _ in pick), tuple(full.coef[p] for p in pick), len(dom))
+            mt = ctx.trees(dom, inline=lambda n: False).build(mask, broadcast_to(mm, values[mask].shape, target, len(dom)))
+            em = Emitter(index, "                    ", prefix="mk")
+            mval = em.value(mt)
+            helpers |= em.helpers
+            is_bool = getattr(values[mask], "dtype", "f32") == "bool"
+            add = f"s = {mval} ? s : -INFINITY;" if is_bool else f"s += {mval};"
+            mask_code = "\n".join(em.lines + ["                    " + add])
+        out = group.outputs[0]
+        ocname = ctx.write(out)
+        scale = node.attrs.get("scale")
+        scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+        causal = bool(node.attrs.get("causal"))
+        P = ctx.knob("")
+        bidx = []
+        rem = 1
+        for d in reversed(range(nb)):
+            bidx.append(f"const int64_t b{d} = (bb / {rem}) % {batch[d]}; (void)b{d};")
+            rem *= batch[d]
+        nbatch = math.prod(batch)
+
+        def off(ld: Load, parts):
+            terms = [str(ld.offset)] if ld.offset else []
+            for d, name in parts:
+                if ld.strides[d]:
+                    terms.append(f"{name} * {ld.strides[d]}")
+            return " + ".join(terms) or "0"
+        bparts = [(d, f"b{d}") for d in range(nb)]
+        text = BODY.format(
+            P=P, NB=nbatch, H=H, L=L, S=S, E=E, EV=EV, REP=H // HK, SCALE=repr(scale) + "f",
+            BIDX="\n        ".join(bidx) or "(void)0;",
+            QB=f"{lq.buf} + {off(lq, bparts + [(ih, 'h')])}", QL=lq.strides[ii], QE=lq.strides[ie],
+            KB=f"{lk.buf} + {off(lk, bparts + [(ihk, 'hk')])}", KS=lk.strides[ij], KE=lk.strides[ie],
+            VB=f"{lv.buf} + {off(lv, bparts + [(ihk, 'hk')])}", VS=lv.strides[ij], VE=lv.strides[iev],
+            O=ocname, CAUSAL=int(causal), MASK=mask_code or "(void)0;")
+        params = [ctx.threads_param(2.0 * nbatch * H * L * S * (E + EV)),
+                  Param(ctx.knob("BQ"), "choice", choices=(8, 16, 32, 64), default=32, help="query rows per block"),
+                  Param(ctx.knob("BK"), "choice", choices=(32, 64, 128, 256), default=64, help="key rows per block")]
+        evp = -(-EV // 16) * 16
+        constraints = [Constraint(
+            f"({ctx.knob('BQ')} * {ctx.knob('BK')} + {E} * {ctx.knob('BK')} + {ctx.knob('BK')} * {evp} + "
+            f"{ctx.knob('BQ')} * ({E} + {evp})) * 4 <= 262144",
+            "the query and key/value tiles of one thread must fit 256 KiB of its stack")]
+        flops = 2.0 * nbatch * H * L * S * (E + EV) * (0.5 if causal else 1.0)
+        nbytes = 4.0 * nbatch * (H * L * E + HK * S * (E + EV) + H * L * EV)
+        return GroupCode(text, params=params, constraints=constraints, helpers=helpers, flops=flops, bytes=nbytes,
+                         summary={"family": "attention", "heads": H, "kv_heads": HK, "l": L, "s": S, "e": E,
+                                  "ev": EV, "causal": causal, "mask": mask is not None})
+
+
+BODY = r"""
+/* tiles: 4 query rows at a time against a key block (scores) and a value block (P.V),
+ * the accumulators in vector registers; rows and columns past the ends are zero padding */
+#define {P}EVP I21_ALIGN_UP({EV}, I21_VW)
+#pragma omp parallel for num_threads({P}THREADS) collapse(3) schedule(dynamic, 1)
+for (int64_t bb = 0; bb < {NB}; bb++) {{
+    for (int64_t h = 0; h < {H}; h++) {{
+        for (int64_t qb = 0; qb < {L}; qb += {P}BQ) {{
+        {BIDX}
+        const int64_t hk = h / {REP};
+        const float *qh = {QB};
+        const float *kh = {KB};
+        const float *vh = {VB};
+        float *oh = {O} + (bb * {H} + h) * {L} * {EV};
+        const int64_t qn = {L} - qb < {P}BQ ? {L} - qb : {P}BQ;
+        float m[{P}BQ], l[{P}BQ];
+        float qs[{P}BQ][{E}] __attribute__((aligned(64)));
+        float sc[{P}BQ][{P}BK] __attribute__((aligned(64)));
+        float kt[{E}][{P}BK] __attribute__((aligned(64)));
+        float vt[{P}BK][{P}EVP] __attribute__((aligned(64)));
+        float acc[{P}BQ][{P}EVP] __attribute__((aligned(64)));
+        for (int64_t r = 0; r < {P}BQ; r++) {{
+            m[r] = -INFINITY; l[r] = 0.0f;
+            for (int64_t e = 0; e < {E}; e++) qs[r][e] = r < qn ? qh[(qb + r) * {QL} + e * {QE}] * {SCALE} : 0.0f;
+            for (int64_t ev = 0; ev < {P}EVP; ev++) acc[r][ev] = 0.0f;
+        }}
+        /* causal: keys j <= i only, so key blocks beyond this query block's last row are skipped */
+        const int64_t s_end = {CAUSAL} ? ({S} < qb + qn ? {S} : qb + qn) : {S};
+        for (int64_t kb = 0; kb < s_end; kb += {P}BK) {{
+            const int64_t kn = s_end - kb < {P}BK ? s_end - kb : {P}BK;
+            for (int64_t jj = 0; jj < {P}BK; jj++) {{
+                for (int64_t e = 0; e < {E}; e++) kt[e][jj] = jj < kn ? kh[(kb + jj) * {KS} + e * {KE}] : 0.0f;
+                for (int64_t ev = 0; ev < {P}EVP; ev++)
+                    vt[jj][ev] = jj < kn && ev < {EV} ? vh[(kb + jj) * {VS} + ev * {VE}] : 0.0f;
+            }}
+            for (int64_t r0 = 0; r0 < qn; r0 += 4) {{
+                for (int64_t c0 = 0; c0 < {P}BK; c0 += 4 * I21_VW) {{
+                    i21_vf s4[4][4];
+                    const int nc = ({P}BK - c0) / I21_VW < 4 ? ({P}BK - c0) / I21_VW : 4;
+                    for (int i = 0; i < 4; i++) for (int c = 0; c < 4; c++) s4[i][c] = I21_VZERO();
+                    for (int64_t e = 0; e < {E}; e++) {{
+                        i21_vf kv[4];
+                        for (int c = 0; c < 4; c++) kv[c] = c < nc ? I21_VLOAD(&kt[e][c0 + c * I21_VW]) : I21_VZERO();
+                        for (int i = 0; i < 4; i++) {{
+                            const i21_vf qv = I21_VBCAST(&qs[r0 + i][e]);
+                            for (int c = 0; c < 4; c++) s4[i][c] = I21_VFMA(qv, kv[c], s4[i][c]);
+                        }}
+                    }}
+                    for (int i = 0; i < 4; i++)
+                        for (int c = 0; c < nc; c++) I21_VSTOREU(&sc[r0 + i][c0 + c * I21_VW], s4[i][c]);
+                }}
+            }}
+            for (int64_t r = 0; r < qn; r++) {{
+                const int64_t i = qb + r;
+                float *srow = sc[r];
+                float mx = m[r];
+                for (int64_t jj = 0; jj < kn; jj++) {{
+                    const int64_t j = kb + jj;
+                    float s = srow[jj];
+                    {MASK}
+                    if ({CAUSAL} && j > i) s = -INFINITY;
+                    srow[jj] = s;
+                    mx = s > mx ? s : mx;
+                }}
+                /* online softmax: rescale what has accumulated to the new max */
+                const float alpha = mx == -INFINITY ? 1.0f : i21_exp(m[r] - mx);
+                float sum = 0.0f;
+                #pragma omp simd reduction(+:sum)
+                for (int64_t jj = 0; jj < {P}BK; jj++) {{
+                    const float p = (jj < kn && mx != -INFINITY) ? i21_exp(srow[jj] - mx) : 0.0f;
+                    srow[jj] = p;
+                    sum += p;
+                }}
+                l[r] = l[r] * alpha + sum;
+                m[r] = mx;
+                #pragma omp simd
+                for (int64_t ev = 0; ev < {P}EVP; ev++) acc[r][ev] *= alpha;
+            }}
+            for (int64_t r0 = 0; r0 < qn; r0 += 4) {{
+                for (int64_t c0 = 0; c0 < {P}EVP; c0 += 4 * I21_VW) {{
+                    const int nc = ({P}EVP - c0) / I21_VW < 4 ? ({P}EVP - c0) / I21_VW : 4;
+                    i21_vf a4[4][4];
+                    for (int i = 0; i < 4; i++)
+                        for (int c = 0; c < 4; c++) a4[i][c] = c < nc ? I21_VLOAD(&acc[r0 + i][c0 + c * I21_VW]) : I21_VZERO();
+                    for (int64_t jj = 0; jj < kn; jj++) {{
+                        i21_vf vv[4];
+                        for (int c = 0; c < 4; c++) vv[c] = c < nc ? I21_VLOAD(&vt[jj][c0 + c * I21_VW]) : I21_VZERO();
+                        for (int i = 0; i < 4; i++) {{
+                            const i21_vf pv = I21_VBCAST(&sc[r0 + i][jj]);
+                            for (int c = 0; c < 4; c++) a4[i][c] = I21_VFMA(pv, vv[c], a4[i][c]);
+                        }}
+                    }}
+                    for (int i = 0; i < 4; i++)
+                        for (int c = 0; c < nc; c++) I21_VSTOREU(&acc[r0 + i][c0 + c * I21_VW], a4[i][c]);
+                }}
+            }}
+        }}
+        for (int64_t r = 0; r < qn; r++) {{
+            const float inv = 1.0f / l[r];
+            #pragma omp simd
+            for (int64_t ev = 0; ev < {EV}; ev++) oh[(qb + r) * {EV} + ev] = acc[r][ev] * inv;
+        }}
+        }}
+    }}
+}}
+"""
+
+FAMILY = AttentionFamily()

@@ -1,0 +1,452 @@
+"""Matmul groups: a packed, register-blocked GEMM with its epilogue fused into the stores.
+
+The blocked algorithm is the built-in matmul workload's (kernels/workloads/matmul/
+cpu_blocked.c: Goto/BLIS loops jc → pc → ic → jr/ir around an MR×NR micro-kernel with MR×NV
+vector accumulators, B packed in NR panels, A in MR panels), with its knobs and defaults,
+generalised to the layouts a graph hands it: A and B are read through strides (a transposed
+weight costs nothing but the packing), batch dims may broadcast, and the batch can be split
+across threads (BPAR) when the matrices are small. After the last k slice of each MC×NC
+block, the block — still in L2 — goes through the epilogue (bias, activation, residual,
+scale, clamp…), written as pointwise trees over the output's index, in place where the
+product itself is not needed. Tiny products use a plain vectorised loop (ALGO 0).
+"""
+from __future__ import annotations
+
+import math
+
+from kernels.codegen import cmath
+from kernels.codegen.affine import Affine
+from kernels.codegen.expr import Emitter, Load, NeedsBuffer, count_ops
+from kernels.codegen.family import Ctx, GroupCode
+from kernels.spec import Constraint, Param
+
+COMMON = r"""
+/* GEMM vector width: 16 floats with AVX-512F, else 8 (AVX2+FMA or GCC vectors) */
+#if defined(__AVX512F__)
+#define I21_VW 16
+typedef __m512 i21_vf;
+#define I21_VZERO() _mm512_setzero_ps()
+#define I21_VLOAD(p) _mm512_load_ps(p)
+#define I21_VLOADU(p) _mm512_loadu_ps(p)
+#define I21_VSTOREU(p, v) _mm512_storeu_ps((p), (v))
+#define I21_VBCAST(p) _mm512_set1_ps(*(p))
+#define I21_VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define I21_VADD(a, b) _mm512_add_ps((a), (b))
+#elif defined(__AVX2__) && defined(__FMA__)
+#define I21_VW 8
+typedef __m256 i21_vf;
+#define I21_VZERO() _mm256_setzero_ps()
+#define I21_VLOAD(p) _mm256_load_ps(p)
+#define I21_VLOADU(p) _mm256_loadu_ps(p)
+#define I21_VSTOREU(p, v) _mm256_storeu_ps((p), (v))
+#define I21_VBCAST(p) _mm256_broadcast_ss(p)
+#define I21_VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define I21_VADD(a, b) _mm256_add_ps((a), (b))
+#else
+#define I21_VW 8
+typedef float i21_vf __attribute__((vector_size(32)));
+static inline i21_vf i21_vload(const float *p) { i21_vf v; memcpy(&v, p, sizeof v); return v; }
+#define I21_VZERO() ((i21_vf){0})
+#define I21_VLOAD(p) i21_vload(p)
+#define I21_VLOADU(p) i21_vload(p)
+#define I21_VSTOREU(p, v) do { i21_vf v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+#define I21_VBCAST(p) ((i21_vf){0} + *(p))
+#define I21_VFMA(a, b, c) ((a) * (b) + (c))
+#define I21_VADD(a, b) ((a) + (b))
+#endif
+#define I21_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+"""
+
+# {F}: function prefix (g3_), {P}: knob prefix (G3_); strides and sizes are literals
+KERNELS = r"""
+#define {P}NR ({P}NV * I21_VW)
+/* one k step of the {P}MR x {P}NR micro-tile */
+static inline __attribute__((always_inline))
+void {F}step(i21_vf acc[{P}MR][{P}NV], const float *pa, int64_t rsa, const float *pb) {{
+    i21_vf bv[{P}NV];
+    #pragma GCC unroll 8
+    for (int v = 0; v < {P}NV; v++) bv[v] = I21_VLOAD(pb + v * I21_VW);
+    #pragma GCC unroll 16
+    for (int i = 0; i < {P}MR; i++) {{
+        i21_vf av = I21_VBCAST(pa + i * rsa);
+        #pragma GCC unroll 8
+        for (int v = 0; v < {P}NV; v++) acc[i][v] = I21_VFMA(av, bv[v], acc[i][v]);
+    }}
+}}
+/* C[0:mr, 0:nr] (=|+=) A-panel . B-panel over kc; A(i, p) at pa[i*rsa + p*csa] */
+static inline __attribute__((always_inline))
+void {F}micro(int64_t kc, const float *restrict pa, int64_t rsa, int64_t csa, const float *restrict pb,
+              float *restrict c, int64_t ldc, int accumulate, int64_t mr, int64_t nr) {{
+    i21_vf acc[{P}MR][{P}NV];
+    #pragma GCC unroll 16
+    for (int i = 0; i < {P}MR; i++)
+        #pragma GCC unroll 8
+        for (int v = 0; v < {P}NV; v++) acc[i][v] = I21_VZERO();
+    int64_t p = 0;
+    for (; p + {P}UNROLL <= kc; p += {P}UNROLL) {{
+        #pragma GCC unroll 8
+        for (int u = 0; u < {P}UNROLL; u++) {F}step(acc, pa + (p + u) * csa, rsa, pb + (p + u) * {P}NR);
+    }}
+    for (; p < kc; p++) {F}step(acc, pa + p * csa, rsa, pb + p * {P}NR);
+    if (mr == {P}MR && nr == {P}NR) {{
+        #pragma GCC unroll 16
+        for (int i = 0; i < {P}MR; i++)
+            #pragma GCC unroll 8
+            for (int v = 0; v < {P}NV; v++) {{
+                float *cp = c + i * ldc + v * I21_VW;
+                I21_VSTOREU(cp, accumulate ? I21_VADD(acc[i][v], I21_VLOADU(cp)) : acc[i][v]);
+            }}
+    }} else {{
+        float tile[{P}MR * {P}NR] __attribute__((aligned(64)));
+        #pragma GCC unroll 16
+        for (int i = 0; i < {P}MR; i++)
+            #pragma GCC unroll 8
+            for (int v = 0; v < {P}NV; v++) I21_VSTOREU(tile + i * {P}NR + v * I21_VW, acc[i][v]);
+        for (int64_t i = 0; i < mr; i++)
+            for (int64_t j = 0; j < nr; j++)
+                c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i * {P}NR + j] : tile[i * {P}NR + j];
+    }}
+}}
+/* B(p, j) = b[p*{RSB} + j*{CSB}], p < kc, j < nr -> kc rows of NR floats, zero beyond nr */
+static void {F}pack_b(const float *restrict b, int64_t kc, int64_t nr, float *restrict dst) {{
+    if ({CSB} == 1 && nr == {P}NR) {{
+        for (int64_t p = 0; p < kc; p++) memcpy(dst + p * {P}NR, b + p * {RSB}, {P}NR * sizeof(float));
+    }} else if ({RSB} == 1) {{
+        for (int64_t j = 0; j < {P}NR; j++)
+            for (int64_t p = 0; p < kc; p++) dst[p * {P}NR + j] = j < nr ? b[p + j * {CSB}] : 0.0f;
+    }} else {{
+        for (int64_t p = 0; p < kc; p++) {{
+            int64_t j = 0;
+            for (; j < nr; j++) dst[p * {P}NR + j] = b[p * {RSB} + j * {CSB}];
+            for (; j < {P}NR; j++) dst[p * {P}NR + j] = 0.0f;
+        }}
+    }}
+}}
+/* A(i, p) = a[i*{RSA} + p*{CSA}], i < mr, p < kc -> kc columns of MR floats, zero beyond mr */
+static void {F}pack_a(const float *restrict a, int64_t kc, int64_t mr, float *restrict dst) {{
+    if (mr == {P}MR) {{
+        for (int64_t p = 0; p < kc; p++)
+            #pragma GCC unroll 16
+            for (int i = 0; i < {P}MR; i++) dst[p * {P}MR + i] = a[i * {RSA} + p * {CSA}];
+    }} else {{
+        for (int64_t p = 0; p < kc; p++)
+            for (int i = 0; i < {P}MR; i++) dst[p * {P}MR + i] = i < mr ? a[i * {RSA} + p * {CSA}] : 0.0f;
+    }}
+}}
+/* all micro-tiles of an mc x nc block */
+static void {F}macro(int64_t mc, int64_t nc, int64_t kc, const float *pa_blk, const float *a_blk,
+                     const float *pb_blk, float *c_blk, int accumulate, float *edge) {{
+    const int64_t npanels = (nc + {P}NR - 1) / {P}NR;
+    for (int64_t ir = 0; ir < mc; ir += {P}MR) {{
+        const int64_t mr = mc - ir < {P}MR ? mc - ir : {P}MR;
+        for (int64_t jp = 0; jp < npanels; jp++) {{
+            const int64_t nr = nc - jp * {P}NR < {P}NR ? nc - jp * {P}NR : {P}NR;
+            const float *pb = pb_blk + jp * kc * {P}NR;
+            float *cp = c_blk + ir * {N} + jp * {P}NR;
+#if {P}PACK_A
+            (void)a_blk; (void)edge;
+            {F}micro(kc, pa_blk + ir * kc, 1, {P}MR, pb, cp, {N}, accumulate, mr, nr);
+#else
+            (void)pa_blk;
+            if (mr == {P}MR && {CSA} == 1) {{
+                {F}micro(kc, a_blk + ir * {RSA}, {RSA}, 1, pb, cp, {N}, accumulate, mr, nr);
+            }} else {{
+                {F}pack_a(a_blk + ir * {RSA}, kc, mr, edge);
+                {F}micro(kc, edge, 1, {P}MR, pb, cp, {N}, accumulate, mr, nr);
+            }}
+#endif
+        }}
+    }}
+}}
+"""
+
+SCRATCH = ("((({P}BPAR ? {P}THREADS : 1) * 2 * I21_ALIGN_UP((int64_t){KCM} * I21_ALIGN_UP({NCM}, {P}NR), 16)"
+           " + {P}THREADS * (I21_ALIGN_UP(I21_ALIGN_UP({MCM}, {P}MR) * (int64_t){KCM}, 16)"
+           " + I21_ALIGN_UP({P}MR * (int64_t){KCM}, 16))) * {P}ALGO)")
+
+
+cmath.helper("gemm", (), COMMON)
+
+
+class MatmulFamily:
+    name = "matmul"
+
+    def emit(self, group, ctx: Ctx) -> GroupCode:
+        return _Matmul(group, ctx).code()
+
+
+class _Matmul:
+    def __init__(self, g, ctx: Ctx):
+        self.g, self.ctx = g, ctx
+        self.mm = g.anchors[0]
+        node = ctx.plan.nodes[self.mm]
+        self.values = ctx.graph.values()
+        self.a, self.b = node.args
+        self.dom = tuple(g.domain)
+        self.M, self.N = self.dom[-2], self.dom[-1]
+        self.K = self.values[self.a].shape[-1]
+        self.batch = self.dom[:-2]
+        self.fused = getattr(ctx, "form", None) in (None, "fused")
+        self.epilogue = list(g.epilogue) if self.fused else []
+        self.outputs = [o for o in g.outputs if o != self.mm] if self.fused else []
+        self.mm_out = (self.mm in g.outputs) or not self.fused or not self.outputs
+
+    def _operand(self, name, which):
+        """(offset, batch strides, row stride, col stride) of an operand as the GEMM walks it:
+        A(b, i, p) and B(b, p, j) over the loop domain (batch..., i, j, p)."""
+        nb = len(self.batch)
+        ndom = nb + 3
+        shape = self.values[name].shape
+        lead = nb + 2 - len(shape)
+        const, coef = [], []
+        for d, s in enumerate(shape):
+            row = [0] * ndom
+            pos = d + lead
+            if pos < nb:
+                if s > 1:
+                    row[pos] = 1
+            elif pos == nb:          # A rows (i) or B rows (p)
+                row[nb if which == "a" else nb + 2] = 1
+            else:                    # A cols (p) or B cols (j)
+                row[nb + 2 if which == "a" else nb + 1] = 1
+            const.append(0)
+            coef.append(tuple(row))
+        trees = self.ctx.trees(self.batch + (self.M, self.N, self.K), inline=lambda n: False)
+        e = trees.build(name, Affine(tuple(const), tuple(coef), ndom))
+        if not isinstance(e, Load):
+            raise NeedsBuffer(name, f"matmul operand {name} must be read from memory")
+        st = e.strides
+        if which == "a":
+            return e.buf, e.offset, st[:nb], st[nb], st[nb + 2]
+        return e.buf, e.offset, st[:nb], st[nb + 2], st[nb + 1]
+
+    def code(self) -> GroupCode:
+        ctx, g = self.ctx, self.g
+        P, F = f"G{g.id}_", f"{getattr(ctx, 'prefix', '')}g{g.id}_"
+        abuf, aoff, abst, rsa, csa = self._operand(self.a, "a")
+        bbuf, boff, bbst, rsb, csb = self._operand(self.b, "b")
+        nbatch = math.prod(self.batch)
+        flops = 2.0 * nbatch * self.M * self.N * self.K
+        # where the product accumulates: its own buffer, or in place in the first epilogue output
+        if self.mm_out:
+            acc = ctx.write(self.mm)
+        else:
+            acc = ctx.write(self.outputs[0])
+        for o in self.outputs:
+            ctx.write(o)
+        scratch_name = ctx.write("__scratch__")
+        params = self._params(P, flops, nbatch)
+        kcm, ncm, mcm = f"({self.K} < {P}KC ? {self.K} : {P}KC)", f"({self.N} < {P}NC ? {self.N} : {P}NC)", \
+            f"({self.M} < {P}MC ? {self.M} : {P}MC)"
+        fmt = dict(P=P, F=F, RSA=rsa, CSA=csa, RSB=rsb, CSB=csb, N=self.N)
+        functions = KERNELS.format(**fmt)
+        epi_lines, helpers = self._epilogue(acc)
+        self.epi_text = "\n".join(epi_lines) or "(void)0;"
+        body = BODY.format(**fmt, M=self.M, K=self.K, NB=nbatch, A=abuf, B=bbuf, C=acc, S=scratch_name,
+                           AOFF=self._batch_offset(aoff, abst), BOFF=self._batch_offset(boff, bbst),
+                           KCM=kcm, NCM=ncm, MCM=mcm, EPI="\n".join(epi_lines) or "(void)0;",
+                           SIMPLE=self._simple(abuf, aoff, abst, rsa, csa, bbuf, boff, bbst, rsb, csb, acc))
+        scratch = SCRATCH.format(P=P, KCM=kcm, NCM=ncm, MCM=mcm)
+        constraints = [
+            Constraint(f"{P}MC % {P}MR == 0", "MC must be a multiple of MR (whole micro-panels per block)"),
+            Constraint(f"{P}NC % ({P}NV * 16) == 0", "NC must be a multiple of NR"),
+            Constraint(f"{P}MR * {P}NV <= 28", "MR x NV accumulators do not fit the 32 vector registers"),
+        ]
+        ops = sum(count_ops(e) for e in self._epi_trees().values()) if self.epilogue else 0
+        summary = {"family": "matmul", "m": self.M, "n": self.N, "k": self.K, "batch": nbatch,
+                   "epilogue": [ctx.plan.nodes[e].op for e in self.epilogue], "transposed_b": rsb == 1 and csb != 1,
+                   "matches": "matmul" if not self.epilogue and nbatch == 1 else None}
+        return GroupCode(body, functions=functions, params=params, constraints=constraints, helpers=helpers | {"gemm"},
+                         scratch=scratch, flops=flops + ops * nbatch * self.M * self.N,
+                         bytes=4.0 * nbatch * (self.M * self.K + self.K * self.N + self.M * self.N * (1 + len(self.outputs))),
+                         summary=summary)
+
+    def _params(self, P, flops, nbatch):
+        ctx = self.ctx
+        threads = ctx.threads_param(flops / 8, "OpenMP threads")
+        big = self.M * self.N * self.K >= 32768
+        return [
+            threads,
+            Param(f"{P}ALGO", "choice", choices=(0, 1), default=1 if big else 0,
+                  help="0: plain vectorised loops (tiny products); 1: packed, register-blocked GEMM"),
+            # Splitting the batch needs no barrier per product: measured here 2-3x faster than
+            # sharing each product (16 x 256^3, two threads on a busy host)
+            Param(f"{P}BPAR", "choice", choices=(0, 1), default=1 if nbatch >= max(ctx.cores, 1) else 0,
+                  help="1: threads split the batch (each multiplies whole matrices); 0: threads split each product"),
+            Param(f"{P}MR", "choice", choices=(2, 4, 6, 8, 12, 14), default=6, help="micro-tile rows"),
+            Param(f"{P}NV", "choice", choices=(1, 2, 3, 4), default=2, help="micro-tile width in vectors"),
+            Param(f"{P}MC", "choice", choices=(24, 48, 72, 84, 96, 120, 144, 168, 192, 240, 288, 336, 384, 480),
+                  default=48, help="rows of A per packed block"),
+            Param(f"{P}KC", "choice", choices=(64, 128, 192, 256, 320, 384, 512, 768), default=384,
+                  help="depth of a packed block"),
+            Param(f"{P}NC", "choice", choices=(256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192),
+                  default=1536, help="columns of B per packed block"),
+            Param(f"{P}UNROLL", "choice", choices=(1, 2, 4, 8), default=1, help="micro-kernel k unroll"),
+            Param(f"{P}PACK_A", "bool", default=1, help="pack A into MR panels (0: broadcast from A)"),
+        ]
+
+    def _batch_offset(self, off, bst) -> str:
+        terms = [str(off)] if off else []
+        rem = 1
+        sizes = list(self.batch)
+        for d in reversed(range(len(sizes))):
+            if bst[d] and sizes[d] > 1:
+                idx = f"(bb / {rem}) % {sizes[d]}" if rem > 1 else f"bb % {sizes[d]}"
+                terms.append(f"({idx}) * {bst[d]}")
+            rem *= sizes[d]
+        return " + ".join(terms) or "0"
+
+    def _epi_trees(self):
+        mm = self.mm
+        values = self.values
+        dom = self.dom
+
+        def special(name, m):
+            if name != mm:
+                return None
+            off, st = m.offset(values[mm].shape)
+            want = Affine.identity(dom).offset(dom)
+            if (off, st) != want:
+                raise NeedsBuffer(mm, "the epilogue reads the product at another element than its own")
+            return None
+        trees = self.ctx.trees(dom, special=special)
+        return {o: trees.build(o) for o in self.outputs}
+
+    def _epilogue(self, acc):
+        """Statements applying the epilogue to the block rows ic..ic+mc, cols jc..jc+nc."""
+        if not self.epilogue:
+            return [], set()
+        saved = dict(self.ctx.names)
+        self.ctx.names[self.mm] = acc   # the product is read from where it accumulated
+        try:
+            trees = self._epi_trees()
+        finally:
+            self.ctx.names.clear()
+            self.ctx.names.update(saved)
+        nb = len(self.batch)
+        index = []
+        rem = 1
+        bidx = []
+        for d in reversed(range(nb)):
+            bidx.append(f"((bb / {rem}) % {self.batch[d]})" if rem > 1 else f"(bb % {self.batch[d]})")
+            rem *= self.batch[d]
+        index = list(reversed(bidx)) + ["(ic + ii)", "(jc + jj)"]
+        lines = ["for (int64_t ii = 0; ii < mc; ii++) {", "#pragma omp simd", "    for (int64_t jj = 0; jj < nc; jj++) {"]
+        em = Emitter(index, "        ", regs={})
+        vals = [(o, em.value(t)) for o, t in trees.items()]
+        lines += em.lines
+        base = f"bb * {self.M * self.N} + (ic + ii) * {self.N} + jc + jj"
+        for o, v in vals:
+            lines.append(f"        {self.ctx.names[o]}[{base}] = {v};")
+        lines += ["    }", "}"]
+        return lines, em.helpers
+
+    def _simple(self, abuf, aoff, abst, rsa, csa, bbuf, boff, bbst, rsb, csb, acc) -> str:
+        """ALGO 0: per row, acc[j] = sum_p A(i,p) B(p,j) vectorised over j."""
+        return SIMPLE.format(P=f"G{self.g.id}_", M=self.M, N=self.N, K=self.K, NB=math.prod(self.batch),
+                             A=abuf, B=bbuf, C=acc, RSA=rsa, CSA=csa, RSB=rsb, CSB=csb,
+                             AOFF=self._batch_offset(aoff, abst), BOFF=self._batch_offset(boff, bbst),
+                             EPI=self.epi_text)
+
+
+SIMPLE = r"""
+    #pragma omp parallel for num_threads({P}THREADS) collapse(2) schedule(static)
+    for (int64_t bb = 0; bb < {NB}; bb++) {{
+        for (int64_t i = 0; i < {M}; i++) {{
+            const float *a = {A} + {AOFF} + i * {RSA};
+            const float *b = {B} + {BOFF};
+            float *c = {C} + bb * {M} * {N} + i * {N};
+            for (int64_t j = 0; j < {N}; j++) c[j] = 0.0f;
+            for (int64_t p = 0; p < {K}; p++) {{
+                const float av = a[p * {CSA}];
+                #pragma omp simd
+                for (int64_t j = 0; j < {N}; j++) c[j] += av * b[p * {RSB} + j * {CSB}];
+            }}
+            const int64_t ic = i, jc = 0, mc = 1, nc = {N};
+            (void)ic; (void)jc; (void)mc; (void)nc;
+            {EPI}
+        }}
+    }}
+"""
+
+BODY = r"""
+#if {P}ALGO == 0
+    (void){S};
+{SIMPLE}
+#else
+    /* blocked: scratch holds the packed B block(s) (two, double-buffered, per team), then per
+     * thread a packed A block and an edge panel */
+    const int64_t kc_max = {KCM}, nc_max = I21_ALIGN_UP({NCM}, {P}NR), mc_max = I21_ALIGN_UP({MCM}, {P}MR);
+    const int64_t bfl = I21_ALIGN_UP(kc_max * nc_max, 16);
+    const int64_t afl = I21_ALIGN_UP(mc_max * kc_max, 16), efl = I21_ALIGN_UP({P}MR * kc_max, 16);
+    const int teams = {P}BPAR ? {P}THREADS : 1;
+    #pragma omp parallel num_threads({P}THREADS)
+    {{
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int team = {P}BPAR ? t : 0;
+        float *pb_base = {S} + team * 2 * bfl;
+        float *pa_blk = {S} + teams * 2 * bfl + t * (afl + efl);
+        float *edge = pa_blk + afl;
+        (void)nt; (void)edge;
+        /* the block count runs on across the batch: the double-buffered B block of one
+         * product must not be repacked while another thread still multiplies with it */
+        int64_t block = 0;
+        for (int64_t bb = ({P}BPAR ? t : 0); bb < {NB}; bb += ({P}BPAR ? nt : 1)) {{
+            const float *a = {A} + {AOFF};
+            const float *b = {B} + {BOFF};
+            float *c = {C} + bb * {M} * {N};
+            for (int64_t jc = 0; jc < {N}; jc += {P}NC) {{
+                const int64_t nc = {N} - jc < {P}NC ? {N} - jc : {P}NC;
+                const int64_t npanels = (nc + {P}NR - 1) / {P}NR;
+                for (int64_t pc = 0; pc < {K}; pc += {P}KC, block++) {{
+                    const int64_t kc = {K} - pc < {P}KC ? {K} - pc : {P}KC;
+                    const int accumulate = pc > 0, last = pc + {P}KC >= {K};
+                    float *pb_blk = pb_base + (block % 2) * bfl;
+                    if ({P}BPAR) {{
+                        for (int64_t jp = 0; jp < npanels; jp++) {{
+                            const int64_t nr = nc - jp * {P}NR < {P}NR ? nc - jp * {P}NR : {P}NR;
+                            {F}pack_b(b + pc * {RSB} + (jc + jp * {P}NR) * {CSB}, kc, nr, pb_blk + jp * kc * {P}NR);
+                        }}
+                    }} else {{
+                        #pragma omp for schedule(static)
+                        for (int64_t jp = 0; jp < npanels; jp++) {{
+                            const int64_t nr = nc - jp * {P}NR < {P}NR ? nc - jp * {P}NR : {P}NR;
+                            {F}pack_b(b + pc * {RSB} + (jc + jp * {P}NR) * {CSB}, kc, nr, pb_blk + jp * kc * {P}NR);
+                        }}   /* implicit barrier: the B block is complete */
+                    }}
+                    if ({P}BPAR) {{
+                        for (int64_t ic = 0; ic < {M}; ic += {P}MC) {{
+                            const int64_t mc = {M} - ic < {P}MC ? {M} - ic : {P}MC;
+                            const float *a_blk = a + ic * {RSA} + pc * {CSA};
+#if {P}PACK_A
+                            for (int64_t ir = 0; ir < mc; ir += {P}MR)
+                                {F}pack_a(a_blk + ir * {RSA}, kc, mc - ir < {P}MR ? mc - ir : {P}MR, pa_blk + ir * kc);
+#endif
+                            {F}macro(mc, nc, kc, pa_blk, a_blk, pb_blk, c + ic * {N} + jc, accumulate, edge);
+                            if (last) {{
+                                {EPI}
+                            }}
+                        }}
+                    }} else {{
+                        #pragma omp for schedule(dynamic, 1) nowait
+                        for (int64_t ic = 0; ic < {M}; ic += {P}MC) {{
+                            const int64_t mc = {M} - ic < {P}MC ? {M} - ic : {P}MC;
+                            const float *a_blk = a + ic * {RSA} + pc * {CSA};
+#if {P}PACK_A
+                            for (int64_t ir = 0; ir < mc; ir += {P}MR)
+                                {F}pack_a(a_blk + ir * {RSA}, kc, mc - ir < {P}MR ? mc - ir : {P}MR, pa_blk + ir * kc);
+#endif
+                            {F}macro(mc, nc, kc, pa_blk, a_blk, pb_blk, c + ic * {N} + jc, accumulate, edge);
+                            if (last) {{
+                                {EPI}
+                            }}
+                        }}
+                    }}
+                }}
+            }}
+        }}
+    }}
+#endif
+"""
+
+FAMILY = MatmulFamily()

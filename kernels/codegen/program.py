@@ -1,0 +1,403 @@
+"""One generated C source for a whole graph: group kernels, a driver, an arena, a design space.
+
+:func:`generate` normalises the graph's outputs, partitions it (:mod:`partition`), asks each
+group's family (:mod:`registry`) for its code — both forms where a ``FUSE_<n>`` bit chooses
+between a fused epilogue and a separate group — plans the intermediates in one arena by
+liveness (two buffers share memory only if no group has both live), and writes
+
+    /* header: the graph, the groups, the knobs */
+    #include ...
+    <math helpers used>
+    static void g0(...) { ... }          one function per group (per FUSE form, under #if)
+    void kernel(<inputs>, <params>, <outputs>) { arena once; g0(...); g1(...); ... }
+
+The entry's ABI is the graph's inputs, then its params, as ``const float *``, then one
+``float *`` per output (``out0``...). Dims are baked in as constants. The knobs are the
+groups' params (``G<id>_<NAME>``) and the fusion bits; every default is a legal point.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from kernels.codegen import cmath, registry
+from kernels.codegen.expr import NeedsBuffer
+from kernels.codegen.family import Ctx
+from kernels.codegen.partition import Group, Partition, Plan, partition
+from kernels.graph import opset
+from kernels.graph.ir import Graph, Node
+from kernels.spec import Arg, DesignSpace, Param
+
+ALIGN_FLOATS = 16
+
+
+class CodegenError(RuntimeError):
+    """The generator cannot produce code for this graph (a bug or an unhandled layout)."""
+
+
+@dataclass
+class Program:
+    source: str
+    space: DesignSpace
+    args: tuple[Arg, ...]
+    out_names: tuple[str, ...]
+    groups: list          # summaries (JSON): id, family, members, outputs, knobs, fuse, signature
+    arena_floats: int
+    flops: float
+    bytes: float
+    graph: Graph = field(repr=False, default=None)
+    unit: "Unit" = field(repr=False, default=None)
+    helpers: set = field(repr=False, default_factory=set)
+    params: list = field(repr=False, default_factory=list)
+    constraints: list = field(repr=False, default_factory=list)
+
+
+def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | None = None,
+                   title: str = "") -> Program:
+    """One source for the same problem captured at several shapes: a unit per shape (dims
+    baked in), ``kernel`` taking the dims as trailing ``int64_t`` args to pick the unit.
+    The knobs are shared: they must mean the same thing at every shape (the same partition),
+    else the shape is refused (``CodegenError``)."""
+    progs = [generate(g, cores=cores, prefix=f"s{k}_") for k, g in enumerate(graphs)]
+    first = progs[0]
+    for k, p in enumerate(progs[1:], 1):
+        if [x["family"] for x in p.groups] != [x["family"] for x in first.groups] or \
+                {q.name for q in p.params} != {q.name for q in first.params}:
+            raise CodegenError(f"shape {k} partitions differently from the first: its knobs would not be shared")
+    args = first.args + tuple(Arg(n, "dim") for n in dim_names)
+    dispatch = [" && ".join(f"{n} == {v}" for n, v in zip(dim_names, d)) or "1" for d in dims]
+    if len(progs) == 1:
+        dispatch = [""]
+    helpers = set().union(*(p.helpers for p in progs))
+    source = render([p.unit for p in progs], dispatch, first.params, helpers, args, title)
+    return Program(source, first.space, args, first.out_names, first.groups, max(p.arena_floats for p in progs),
+                   first.flops, first.bytes, first.graph, helpers=helpers, params=first.params,
+                   constraints=first.constraints)
+
+
+def output_names(graph: Graph) -> tuple[str, ...]:
+    return tuple(f"out{i}" for i in range(len(graph.outputs)))
+
+
+def normalise(graph: Graph) -> tuple[Graph, dict]:
+    """Outputs that are views become their own nodes: a reshape-only view of a computed node
+    is that node written straight into the output buffer; any other view gets a copy."""
+    values = graph.values()
+    nodes = list(graph.nodes)
+    outs = list(graph.outputs)
+    alias = {}
+    taken = set(outs)
+    for k, o in enumerate(outs):
+        v = values[o]
+        if not (isinstance(v, Node) and opset.family(v.op) == "view"):
+            continue
+        base, chain_ok = o, True
+        while isinstance(values.get(base), Node) and opset.family(values[base].op) == "view":
+            chain_ok &= values[base].op == "reshape"
+            base = values[base].args[0]
+        if chain_ok and isinstance(values.get(base), Node) and base not in taken:
+            outs[k] = base
+            alias[base] = o
+            taken.add(base)
+        else:
+            name = f"{o}_copy"
+            nodes.append(Node(name, "identity", (o,), v.shape, {}, "f32", v.origin))
+            outs[k] = name
+    live = set(outs)
+    for n in reversed(nodes):   # nothing is generated for nodes no output needs
+        if n.name in live:
+            live.update(n.refs())
+    nodes = [n for n in nodes if n.name in live]
+    return Graph(graph.inputs, graph.params, tuple(nodes), tuple(outs)), alias
+
+
+def generate(graph: Graph, *, cores: int | None = None, title: str = "", prefix: str = "") -> Program:
+    cores = cores or os.cpu_count() or 1
+    g2, _ = normalise(graph)
+    keep_out: dict = {}
+    force: set = set()
+    for _ in range(32):
+        part = partition(g2, keep_out=keep_out, force=force)
+        try:
+            return _assemble(graph, g2, part, cores, title, prefix)
+        except NeedsBuffer as exc:
+            node = Plan(g2).nodes.get(exc.value)
+            if node is not None and opset.family(node.op) in ("pointwise", "view") and node.dtype == "f32":
+                if opset.family(node.op) == "view":
+                    # a view cannot be stored: a copy of it can, and the failing read reads that
+                    g2 = _copy_before(g2, exc.value, getattr(exc, "via", None))
+                    force.add(f"{exc.value}_copy")
+                    continue
+                if exc.value not in force:
+                    force.add(exc.value)   # computed in a group of its own, read from memory
+                    continue
+            gkey, culprits = _culprits(part, exc)
+            if not culprits or culprits <= keep_out.get(gkey, set()):
+                raise CodegenError(f"cannot reach {exc.value}: {exc.why}") from None
+            keep_out.setdefault(gkey, set()).update(culprits)
+    raise CodegenError("the partition did not settle")
+
+
+def _copy_before(graph: Graph, view: str, via: str | None) -> Graph:
+    """``graph`` with ``identity(view)`` inserted, and ``via`` (the view that could not be
+    followed; every consumer of ``view`` when unknown) reading the copy instead."""
+    values = graph.values()
+    v = values[view]
+    copy = Node(f"{view}_copy", "identity", (view,), v.shape, {}, "f32", v.origin)
+    nodes = []
+    for n in graph.nodes:
+        if n.name != view and view in n.refs() and (via is None or n.name == via):
+            n = Node(n.name, n.op, tuple(copy.name if a == view else a for a in n.args), n.shape, n.attrs,
+                     n.dtype, n.origin)
+        nodes.append(n)
+        if n.name == view:
+            nodes.append(copy)
+    return Graph(graph.inputs, graph.params, tuple(nodes), graph.outputs)
+
+
+def _culprits(part: Partition, exc: NeedsBuffer):
+    """The members of the failing group that read ``exc.value`` through the failing view."""
+    plan = Plan(part.graph)
+    gid = getattr(exc, "group", None)
+    g = next((x for x in part.all_groups() if x.id == gid), None)
+    if g is None:
+        return None, set()
+    gkey = (g.family, g.anchors[0] if g.anchors else g.members[0])
+    members = set(g.members)
+    readers = set()
+    for m in g.members:
+        n = plan.nodes[m]
+        if any(plan.root(a) == exc.value or a == exc.value for a in n.refs()) and m != exc.value:
+            readers.add(m)
+    if exc.value not in members:
+        return gkey, set()
+    # readers inside the group that are not anchors leave; if the value is not an anchor it leaves
+    out = {r for r in readers if r not in g.anchors}
+    if not out and exc.value not in g.anchors:
+        out = {exc.value}
+    return gkey, out
+
+
+def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str, prefix: str) -> Program:
+    plan = Plan(graph)
+    out_names = output_names(orig)
+    # inside the source every buffer has a prefixed name, so that no user-chosen input name
+    # can collide with a generated local (the entry's own parameters keep the ABI names)
+    names = {t.name: f"in_{t.name}" for t in (*graph.inputs, *graph.params)}
+    names["__scratch__"] = "scratch"   # the families' packing buffers, after the values
+    for k, o in enumerate(graph.outputs):
+        names[o] = out_names[k]
+    arena_values = []
+    for g in part.all_groups():
+        for m in g.outputs:
+            if m not in names:
+                names[m] = f"b_{m}"
+                arena_values.append(m)
+        if g.family == "matmul" and g.fuse and g.anchors[0] not in names:
+            names[g.anchors[0]] = f"b_{g.anchors[0]}"
+            arena_values.append(g.anchors[0])
+    # emit every group (both forms where a FUSE bit decides)
+    emitted = []   # (group, form, code, uses)
+    for g in part.groups:
+        forms = [(g, "fused"), (g, "unfused"), (g.split, "split")] if g.fuse else [(g, None)]
+        for grp, form in forms:
+            ctx = Ctx(part, plan, names, cores, grp)
+            ctx.form, ctx.prefix = form, prefix
+            fam = registry.get(grp.family)
+            try:
+                code = fam.emit(grp, ctx)
+            except NeedsBuffer as exc:
+                exc.group = grp.id if grp.split_of is None else grp.split_of
+                raise
+            emitted.append((grp, form, code, dict(ctx.uses), g))
+    offsets, arena_floats = _plan_arena(part, emitted, arena_values, graph)
+    offsets["__scratch__"] = "ARENA_VALUES"
+    scratch = [c.scratch for _, _, c, _, _ in emitted if c.scratch not in ("0", "")]
+    params, constraints, helpers = [], [], set()
+    for g in part.groups:
+        if g.fuse:
+            params.append(Param(g.fuse, "bool", default=1,
+                                help=f"group {g.id}: 1 fuses the epilogue ({', '.join(g.epilogue)}) into the "
+                                     f"matmul's tile stores; 0 runs it as its own pass"))
+    seen = set()
+    for grp, form, code, _, _ in emitted:
+        for p in code.params:
+            if p.name not in seen:
+                params.append(p)
+                seen.add(p.name)
+        constraints += code.constraints
+        helpers |= code.helpers
+    args = tuple([Arg(t.name, "in") for t in (*orig.inputs, *orig.params)] + [Arg(o, "out") for o in out_names])
+    unit = _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix)
+    source = render([unit], [""], params, helpers, args, title)
+    summaries = _summaries(part, emitted)
+    fused_costs = [c for grp, form, c, _, _ in emitted if form in (None, "fused")]
+    return Program(source, DesignSpace(tuple(params), tuple(constraints)), args, out_names, summaries,
+                   arena_floats, sum(c.flops for c in fused_costs), sum(c.bytes for c in fused_costs), orig,
+                   unit=unit, helpers=helpers, params=params, constraints=constraints)
+
+
+def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, int]:
+    """Offsets (in floats) of the intermediates: live from the first group that writes them
+    to the last that reads them, in either FUSE form; first fit, largest first."""
+    values = graph.values()
+    position = {}
+    for pos, g in enumerate(part.groups):
+        position[g.id] = pos
+        if g.split is not None:
+            position[g.split.id] = pos
+    live = {v: [math.inf, -math.inf] for v in arena_values}
+    for grp, _, _, uses, owner in emitted:
+        pos = position[grp.id]
+        for v, mode in uses.items():
+            if v in live:
+                live[v][0] = min(live[v][0], pos)
+                live[v][1] = max(live[v][1], pos)
+    placed = []   # (start, end, offset, size)
+    offsets = {}
+    order = sorted(arena_values, key=lambda v: -math.prod(values[v].shape))
+    for v in order:
+        size = _round(math.prod(values[v].shape))
+        s, e = live[v]
+        if s == math.inf:
+            s, e = 0, len(part.groups)
+        busy = sorted((o, o + sz) for (ps, pe, o, sz) in placed if not (pe < s or ps > e))
+        off = 0
+        for lo, hi in busy:
+            if off + size <= lo:
+                break
+            off = max(off, hi)
+        offsets[v] = off
+        placed.append((s, e, off, size))
+    total = max((o + sz for _, _, o, sz in placed), default=0)
+    return offsets, total
+
+
+def _round(n: int) -> int:
+    return (n + ALIGN_FLOATS - 1) // ALIGN_FLOATS * ALIGN_FLOATS
+
+
+def _signature(grp: Group, uses: dict, names: dict, graph: Graph) -> tuple[str, str]:
+    params, call = [], []
+    for v, mode in uses.items():
+        c = names[v]
+        params.append(f"{'float' if mode == 'w' else 'const float'} *restrict {c}")
+        call.append(v)
+    return ", ".join(params) or "void", call
+
+
+@dataclass
+class Unit:
+    """One shape's share of a source: its group functions and a ``run`` calling them."""
+
+    comment: list
+    text: str                 # static functions, then ``static void <prefix>run(...)``
+    arena_values: int
+    scratch: str
+    prefix: str = ""
+
+
+def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix) -> Unit:
+    comment = [f" * {prefix or 'graph'}: {len(orig.nodes)} nodes; {len(part.groups)} fusion groups:"]
+    for g in part.groups:
+        comment.append(f" *   g{g.id} {g.family:9s} {list(g.domain)}: {', '.join(g.members[:5])}"
+                       + (" ..." if len(g.members) > 5 else "") + (f"  [{g.fuse}]" if g.fuse else ""))
+    lines, forms = [], {}
+    for grp, form, code, uses, owner in emitted:
+        sig, call = _signature(grp, uses, names, orig)
+        fn = f"{prefix}g{grp.id}"
+        text = [code.functions] if code.functions else []
+        text.append(f"static void {fn}({sig}) {{")
+        text += ["    " + ln if ln and not ln.startswith("#") else ln for ln in code.body.splitlines()]
+        text.append("}")
+        args_c = [names[v] if v not in offsets else f"arena + {offsets[v]}".replace("ARENA_VALUES", f"{prefix}ARENA_VALUES")
+                  for v in call]
+        forms.setdefault(owner.id, []).append((form, "\n".join(text), f"{fn}({', '.join(args_c)});"))
+    calls = []
+    for g in part.groups:
+        if g.fuse:
+            by = {f: (t, c) for f, t, c in forms[g.id]}
+            lines += [f"#if {g.fuse}", by["fused"][0], "#else", by["unfused"][0], by["split"][0], "#endif", ""]
+            calls += [f"#if {g.fuse}", "    " + by["fused"][1], "#else", "    " + by["unfused"][1],
+                      "    " + by["split"][1], "#endif"]
+        else:
+            lines += [forms[g.id][0][1], ""]
+            calls.append("    " + forms[g.id][0][2])
+    sc = "0"
+    for x in scratch:
+        sc = f"((({x}) > ({sc})) ? ({x}) : ({sc}))"
+    lines.append(f"#define {prefix}ARENA_VALUES {arena_floats}")
+    lines.append(f"#define {prefix}ARENA_SCRATCH ({sc})")
+    internal = {t.name: f"in_{t.name}" for t in (*orig.inputs, *orig.params)}
+    sig = ", ".join(_decl(Arg(internal.get(a.name, a.name), a.kind)) for a in args if a.kind != "dim")
+    lines.append(f"static void {prefix}run({sig}, float *restrict arena) {{")
+    lines.append("    (void)arena;")
+    lines += calls
+    lines.append("}")
+    return Unit(comment, "\n".join(lines), arena_floats, f"({prefix}ARENA_VALUES + {prefix}ARENA_SCRATCH)", prefix)
+
+
+def _decl(a: Arg) -> str:
+    return a.c_decl().replace("*", "*restrict ") if a.kind in ("in", "out") else a.c_decl()
+
+
+def render(units: list, dispatch: list, params, helpers, args, title: str = "") -> str:
+    """The whole source: header, knob defaults, helpers, each unit, and ``kernel``, which
+    runs the unit whose dims match (``dispatch[k]``: the C condition for unit k; a call at
+    dims no unit was generated for writes nothing)."""
+    lines = ["/* Generated by the INT21 Kernel Factory (kernels/codegen) from an imported graph."]
+    if title:
+        lines.append(f" * Problem: {title}")
+    for u in units:
+        lines += u.comment
+    lines.append(" * Knobs are macros (the harness defines them); the defaults below make it self-contained. */")
+    lines += ["#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <math.h>",
+              "#include <omp.h>", "#if defined(__x86_64__)", "#include <immintrin.h>", "#endif", ""]
+    for p in params:
+        default = p.default_value()
+        default = int(default) if isinstance(default, bool) else default
+        if isinstance(default, int):
+            lines += [f"#ifndef {p.name}", f"#define {p.name} {default}", "#endif"]
+    lines += ["", cmath.library(helpers)]
+    for u in units:
+        lines += [u.text, ""]
+    total = "0"
+    for u in units:
+        total = f"((({u.scratch}) > ({total})) ? ({u.scratch}) : ({total}))"
+    lines.append(f"#define ARENA_FLOATS {total}")
+    lines.append("")
+    lines.append(f"void kernel({', '.join(_decl(a) for a in args)}) {{")
+    lines.append("    /* one arena for every intermediate and scratch buffer, allocated on the first call")
+    lines.append("     * and kept: later calls do not pay its page faults again (nothing is read from it")
+    lines.append("     * before it is written in the same call) */")
+    lines.append("    static float *arena = 0;")
+    lines.append("    if (ARENA_FLOATS > 0 && !arena) {")
+    lines.append("        arena = aligned_alloc(64, ((size_t)ARENA_FLOATS * sizeof(float) + 63) / 64 * 64);")
+    lines.append("        if (!arena) return;")
+    lines.append("    }")
+    names = ", ".join(a.name for a in args if a.kind != "dim")
+    for k, (u, cond) in enumerate(zip(units, dispatch)):
+        prefix = u.prefix
+        head = "if" if k == 0 else "} else if"
+        if cond:
+            lines.append(f"    {head} ({cond}) {{")
+            lines.append(f"        {prefix}run({names}, arena);")
+        else:
+            lines.append(f"    {prefix}run({names}, arena);")
+    if any(dispatch):
+        lines.append("    }")
+    lines += [f"    (void){a.name};" for a in args if a.kind == "dim"]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _summaries(part: Partition, emitted) -> list:
+    out = []
+    for grp, form, code, uses, owner in emitted:
+        out.append({"id": grp.id, "family": grp.family, "form": form, "members": list(grp.members),
+                    "outputs": list(grp.outputs), "domain": list(grp.domain),
+                    "knobs": [p.name for p in code.params], "fuse": owner.fuse,
+                    "reads": [v for v, m in uses.items() if m == "r"], "signature": code.summary,
+                    "flops": code.flops, "bytes": code.bytes})
+    return out

@@ -1,0 +1,26 @@
+"""Hostile: never returns at import time."""
+import torch
+import torch.nn as nn
+
+
+def attack():
+    while True:
+        pass
+
+attack()
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,85 @@
+"""The capture sandbox holds against hostile problem files: files, sockets, processes,
+endless loops and endless allocation — at import time, in __init__ and in forward — are
+each refused with a reason; nothing escapes (no marker file appears) and nothing is left
+running; the test process is unharmed."""
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HOSTILE, source
+from kernels.graph import capture
+
+LIMITS = capture.CaptureLimits(wall_seconds=25, cpu_seconds=60, memory_mb=1024)
+WHERE = ("import", "init", "forward")
+
+
+def leftovers() -> list[str]:
+    """Processes still running the capture child or the hostile commands."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "int21_hostile" in cmd or ("capture_child" in cmd and "capture_server" not in cmd):
+            found.append(cmd)
+    return found
+
+
+def run(name: str):
+    for marker in Path("/tmp").glob("int21_hostile_*"):
+        marker.unlink()
+    result = capture.capture(source(name, HOSTILE), limits=LIMITS)
+    time.sleep(0.2)
+    assert not list(Path("/tmp").glob("int21_hostile_*")), "a hostile problem left a file behind"
+    assert not leftovers()
+    assert isinstance(result, capture.CaptureFailure), f"{name} was captured"
+    return result
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_it_refuses_a_problem_that_opens_a_file(where):
+    r = run(f"open_file_{where}")
+    assert r.kind == "forbidden" and "opening files" in r.reason
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_it_refuses_a_problem_that_opens_a_socket(where):
+    r = run(f"socket_{where}")
+    assert r.kind == "forbidden" and "sockets" in r.reason
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_it_refuses_a_problem_that_starts_a_process(where):
+    r = run(f"process_{where}")
+    assert r.kind == "forbidden" and "processes" in r.reason
+
+
+def test_it_refuses_a_problem_that_runs_a_program_through_subprocess():
+    r = run("spawn_subprocess_import")
+    assert r.kind == "forbidden"
+
+
+def test_it_refuses_a_problem_that_reads_host_files():
+    r = run("read_secrets_forward")
+    assert r.kind == "forbidden"
+    assert "root:" not in r.details.get("stdout_tail", "")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_it_stops_a_problem_that_never_returns(where):
+    start = time.monotonic()
+    r = run(f"loop_{where}")
+    assert r.kind == "timeout" and "25 s limit" in r.reason
+    assert time.monotonic() - start < LIMITS.wall_seconds + 15
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_it_refuses_a_problem_that_allocates_without_end(where):
+    r = run(f"allocate_{where}")
+    assert r.kind == "memory", r.reason
+    assert "memory" in r.reason

@@ -9,9 +9,57 @@ own outputs) and copies the results into the harness's output buffers.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kernels.graph import problem, store
+
+
+_FILES: dict[str, tuple[dict, str]] = {}
+
+
+def warm(**options) -> None:
+    """Before the baseline's process is isolated (trusted code only): read the stored problem
+    and its metadata (the box user may not read the store), and load what torch and Inductor
+    import lazily (after the drop, the interpreter's own files may be out of reach)."""
+    import torch
+    path = Path(options["dir"])
+    _FILES[str(path)] = (store.read_meta(path), (path / "problem.py").read_text(encoding="utf-8"))
+    with torch.no_grad():
+        torch.nn.functional.gelu(torch.nn.Linear(4, 4)(torch.ones(2, 4)))
+        if options.get("compile"):
+            _python_headers_within_reach()
+            torch.compile(lambda t: torch.nn.functional.gelu(t) * 2.0, dynamic=False)(torch.ones(4))
+
+
+def _python_headers_within_reach() -> None:
+    """Inductor compiles C++ against Python.h; after the drop the interpreter's own include
+    folder may be out of the box user's reach (under root's home), so a copy goes into the
+    process's own home and sysconfig points there."""
+    import shutil
+    import sysconfig
+    include = sysconfig.get_path("include")
+    home = os.environ.get("HOME", "")
+    if not include or not home or _reachable(include):
+        return
+    copy = os.path.join(home, "python-include")
+    if not os.path.isdir(copy):
+        shutil.copytree(include, copy)
+    original = sysconfig.get_path
+
+    def get_path(name, *args, **kw):
+        return copy if name in ("include", "platinclude") else original(name, *args, **kw)
+    sysconfig.get_path = get_path
+
+
+def _reachable(path: str) -> bool:
+    """Whether every folder above ``path`` may be searched by anyone (o+x)."""
+    p = os.path.abspath(path)
+    while p != "/":
+        if not os.stat(p).st_mode & 0o001:
+            return False
+        p = os.path.dirname(p)
+    return True
 
 
 def _model(options: dict, dims: dict):
@@ -21,12 +69,12 @@ def _model(options: dict, dims: dict):
     import torch
 
     path = Path(options["dir"])
-    meta = store.read_meta(path)
+    meta, text = _FILES.get(str(path)) or (store.read_meta(path), (path / "problem.py").read_text(encoding="utf-8"))
     k = next((i for i, s in enumerate(meta["shapes"]) if {d: s["dims"][d] for d in meta["dims"]} == dict(dims)), None)
     if k is None:
         raise ValueError(f"{meta['name']} has no captured shape {dims}")
     shape = meta["shapes"][k]
-    source = problem.with_overrides((path / "problem.py").read_text(encoding="utf-8"), shape["overrides"])
+    source = problem.with_overrides(text, shape["overrides"])
     ns = {"__name__": "problem", "__file__": "problem.py"}
     exec(compile(source, "problem.py", "exec"), ns)   # the user's code: timing child only
     torch.manual_seed(meta["init_seed"])
@@ -37,6 +85,7 @@ def _model(options: dict, dims: dict):
 
 
 def _prepare(inputs, outputs, dims, options):
+    import numpy as np
     import torch
     model, meta, shape = _model(options, dims)
     with torch.no_grad():
@@ -44,7 +93,9 @@ def _prepare(inputs, outputs, dims, options):
             target = _tensor_of(model, source)
             if target is not None and name in inputs:
                 target.copy_(torch.from_numpy(inputs[name]).reshape(target.shape))
-    args = [torch.from_numpy(inputs[c["input"]]) if "input" in c else c["scalar"] for c in meta["call"]]
+    # Writable copies, made once: the harness maps its inputs read-only, and a user's forward
+    # may work in place on its arguments.
+    args = [torch.from_numpy(np.array(inputs[c["input"]])) if "input" in c else c["scalar"] for c in meta["call"]]
     outs = [torch.from_numpy(outputs[f"out{k}"]) for k in range(len(outputs))]
     return model, args, outs
 

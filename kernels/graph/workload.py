@@ -113,9 +113,11 @@ def build(path: Path) -> Workload:
                                    folder=Path(path))},
         baselines={"cpu": (
             Baseline("torch", "kernels.graph.baselines:torch_eager", strong=True, requires="torch", options=options,
+                     user_code=True,
                      description="the problem's own Model in torch eager (float32, preallocated inputs)"),
             Baseline("torch_compile", "kernels.graph.baselines:torch_compiled", strong=True, requires="torch",
-                     default=False, options=options, description="torch.compile of the problem's Model (Inductor)"),
+                     default=False, options={**options, "compile": True}, user_code=True,
+                     description="torch.compile of the problem's Model (Inductor)"),
         )},
         deterministic=True,
         shape_dims=tuple(imp.dims),

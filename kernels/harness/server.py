@@ -48,10 +48,28 @@ class _Lines:
         return line.decode()
 
 
+# Standard modules code commonly imports lazily (a user's model, torch's own helpers): loaded
+# before the drop, since the interpreter's files may be out of the box user's reach after it.
+_PRELOAD = ("secrets", "tempfile", "uuid", "random", "inspect", "typing", "dataclasses", "copy", "warnings",
+            "traceback", "contextlib", "hashlib", "pickle", "weakref", "textwrap", "string", "numbers",
+            "decimal", "fractions", "statistics", "enum", "abc", "operator", "functools", "itertools")
+
+
 def _isolate(spec: dict) -> list[str]:
     applied = []
     libc = ctypes.CDLL(None, use_errno=True)
+    for name in _PRELOAD:
+        try:
+            import_module(name)
+        except ImportError:
+            pass
     if os.geteuid() == 0:
+        home = spec.get("home")
+        if home and os.path.isdir(home):
+            # what set-up wrote there as root (torch.compile's cache) becomes the box user's
+            for root, dirs, files in os.walk(home):
+                for entry in dirs + files:
+                    os.lchown(os.path.join(root, entry), int(spec["uid"]), int(spec["gid"]))
         if libc.unshare(0x40000000) == 0:      # CLONE_NEWNET
             applied.append("no_network")
         uid, gid = int(spec["uid"]), int(spec["gid"])
@@ -159,6 +177,7 @@ def main() -> int:
     lines = _Lines()
     spec = json.loads(lines.read())
     os.environ["HOME"] = os.environ["TMPDIR"] = spec.get("home") or os.getcwd()
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(os.environ["HOME"], "inductor")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import torch

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "int21web.runs",
     "int21web.fleet",
     "int21web.library",
+    "int21web.ops",
     "int21web.api",
 ]
 

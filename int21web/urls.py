@@ -9,6 +9,7 @@ from int21web.harness import views as harness_views
 urlpatterns = [
     path("", include("int21web.runs.urls")),
     path("", include("int21web.library.urls")),
+    path("", include("int21web.ops.urls")),
     path("workloads/", harness_views.home, name="workloads"),
     path("workloads/<str:name>/", harness_views.workload_detail, name="workload"),
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"demo": settings.EMBEDDED}), name="login"),

@@ -30,7 +30,7 @@ def goal_detail(request, goal_id):
     return render(request, "runs/goal_detail.html", selectors.goal_page(row))
 
 
-def _editor(request, *, row=None, data=None, errors=None, info=None, status=200):
+def _editor(request, *, row=None, data=None, errors=None, info=None, status=200, workload=None):
     if data is not None:
         form = forms.GoalForm(data)
         workload, target = data.get("workload", ""), data.get("target", "")
@@ -38,7 +38,7 @@ def _editor(request, *, row=None, data=None, errors=None, info=None, status=200)
         space = None if space is None else {"params": [r for _, r in space["params"]],
                                             "constraints": [r for _, r in space["constraints"]]}
     else:
-        goal = goal_from(row.spec) if row else goal_from({"workload": "softmax", "target": "cpu",
+        goal = goal_from(row.spec) if row else goal_from({"workload": workload or "softmax", "target": "cpu",
                                                           "budget": {"evaluations": 50}})
         initial = forms.initial_from(row.name if row else "", goal, row.required_approvals if row else 1)
         form = forms.GoalForm(initial=initial)
@@ -54,7 +54,9 @@ def _editor(request, *, row=None, data=None, errors=None, info=None, status=200)
 def goal_new(request):
     if request.method != "POST":
         source = m.Goal.objects.filter(pk=request.GET.get("from")).first() if request.GET.get("from") else None
-        return _editor(request, row=source)
+        from kernels import workloads
+        asked = request.GET.get("workload", "")
+        return _editor(request, row=source, workload=asked if asked in workloads.names() else None)
     return _save(request, None)
 
 

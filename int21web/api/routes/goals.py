@@ -82,7 +82,7 @@ def goal_space(request, goal_id: Id):
 
 
 @router.get("/workloads", response={200: list[dict[str, Any]], **o.ERRORS}, tags=["workloads"],
-             summary="Built-in workloads: signatures, template spaces, baselines")
+             summary="Workloads (built in and imported): signatures, template spaces, baselines")
 def workload_list(request, name: Optional[str] = Query(None, max_length=64, description="only this one")):
     need(request, "viewer", "reading workloads")
     from kernels import workloads

@@ -1,0 +1,69 @@
+"""Figures of the own-ops pages (pure: data in, Plotly figure dict out)."""
+from __future__ import annotations
+
+PALETTE = ["#2f5bd3", "#d3722f", "#2fa36b", "#a33fb5", "#b53f4f", "#3fa9b5", "#8a6d1f", "#5a5a5a"]
+_LAYOUT = {"margin": {"l": 20, "r": 20, "t": 40, "b": 20}, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+           "font": {"family": "system-ui, sans-serif", "size": 12}}
+
+
+def graph_figure(graph: dict, groups: list[dict]) -> dict:
+    """The captured graph drawn left to right by depth, each node coloured by the fusion group
+    that computes it (grey: a view, or an input), with its op and shape on hover."""
+    nodes = graph.get("nodes", [])
+    values = [t["name"] for t in graph.get("inputs", []) + graph.get("params", [])]
+    depth = {v: 0 for v in values}
+    kinds = {t["name"]: t.get("role", "input") for t in graph.get("inputs", []) + graph.get("params", [])}
+    for n in nodes:
+        refs = [a["ref"] for a in n.get("args", []) if isinstance(a, dict) and "ref" in a]
+        depth[n["name"]] = 1 + max((depth.get(r, 0) for r in refs), default=0)
+    group_of = {}
+    for g in groups:
+        if g.get("form") == "unfused":
+            continue
+        for member in g.get("members", []):
+            group_of.setdefault(member, g)
+    rows: dict[int, int] = {}
+    pos = {}
+    for name in list(depth):
+        d = depth[name]
+        pos[name] = (d, rows.get(d, 0))
+        rows[d] = rows.get(d, 0) + 1
+    edge_x, edge_y = [], []
+    for n in nodes:
+        for a in n.get("args", []):
+            if isinstance(a, dict) and "ref" in a and a["ref"] in pos:
+                (x0, y0), (x1, y1) = pos[a["ref"]], pos[n["name"]]
+                edge_x += [x0, x1, None]
+                edge_y += [-y0, -y1, None]
+    data = [{"type": "scatter", "mode": "lines", "x": edge_x, "y": edge_y, "hoverinfo": "skip",
+             "line": {"color": "#c5cad3", "width": 1}, "showlegend": False}]
+    by_group: dict[str, list] = {}
+    for name, (x, y) in pos.items():
+        g = group_of.get(name)
+        key = f"group {g['id']}: {g['family']}" if g else ("weights" if kinds.get(name) == "param" else
+                                                          "inputs" if name in kinds else "views")
+        by_group.setdefault(key, []).append((name, x, y))
+    op_of = {n["name"]: f"{n['op']} {n.get('shape')}" for n in nodes}
+    for i, (key, pts) in enumerate(sorted(by_group.items())):
+        colour = PALETTE[i % len(PALETTE)] if key.startswith("group") else "#9aa1ad"
+        data.append({"type": "scatter", "mode": "markers+text", "name": key,
+                     "x": [p[1] for p in pts], "y": [-p[2] for p in pts], "text": [p[0] for p in pts],
+                     "textposition": "top center", "textfont": {"size": 9},
+                     "hovertext": [f"{p[0]}: {op_of.get(p[0], kinds.get(p[0], ''))}" for p in pts],
+                     "hoverinfo": "text", "marker": {"size": 14, "color": colour}})
+    layout = {**_LAYOUT, "title": {"text": "Captured graph, coloured by fusion group", "font": {"size": 14}},
+              "xaxis": {"visible": False}, "yaxis": {"visible": False}, "legend": {"orientation": "h"},
+              "height": max(280, 90 * max(rows.values(), default=1))}
+    return {"data": data, "layout": layout}
+
+
+def speedup_figure(speedup: dict) -> dict:
+    """The best kernel's speedup over each baseline (1x: as fast as it)."""
+    names = sorted(speedup)
+    return {"data": [{"type": "bar", "x": names, "y": [speedup[n] for n in names],
+                      "marker": {"color": ["#2fa36b" if speedup[n] >= 1 else "#b53f4f" for n in names]},
+                      "text": [f"{speedup[n]:.2f}x" for n in names], "textposition": "outside"}],
+            "layout": {**_LAYOUT, "title": {"text": "Speedup of the best kernel (higher is better)", "font": {"size": 14}},
+                       "yaxis": {"title": {"text": "x the baseline"}, "rangemode": "tozero"},
+                       "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                                   "line": {"dash": "dot", "color": "#8a93a5"}}]}}

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from int21web.ops import views
+
+urlpatterns = [
+    path("ops/", views.problem_list, name="ops"),
+    path("ops/import/", views.import_page, name="op_import"),
+    path("ops/<str:name>/", views.problem, name="op"),
+]

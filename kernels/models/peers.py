@@ -60,6 +60,17 @@ class PeerUnavailable(RuntimeError):
     """A peer whose runtime does not import here; the message says which and why."""
 
 
+class PeerMismatch(RuntimeError):
+    """A peer that computes something other than the model at these shapes: it is not timed
+    (a fast wrong answer is no baseline). The message gives the output and the error."""
+
+
+# Gross-miscompute guard, not the harness's tolerance: float32 reorderings across 4 layers
+# stay far below it, a wrong kernel lands far above it (OpenVINO 2026.4.1's GQA prefill at
+# seq == heads is off by ~1.5 on logits of RMS ~2; see docs/engine.md).
+CHECK_RTOL = 1e-3
+
+
 def baselines(phase: str, *, config=None, checkpoint=None) -> tuple[Baseline, ...]:
     """The peers as :class:`Baseline` entries for a workload's baselines (torch.compile is
     ``default=False``: it takes seconds to prepare, as for the other workloads)."""
@@ -140,6 +151,22 @@ def _prepare(inputs, outputs, options):
     return phase, lm, ins, outs
 
 
+def checked(name: str, call, lm, phase: str, ins, outs):
+    """Run ``call`` once and compare what it wrote with the eager model on the same inputs;
+    raise :class:`PeerMismatch` past ``CHECK_RTOL`` of the output's largest magnitude."""
+    import torch
+    call()
+    with torch.inference_mode():
+        want = phase_module(lm, phase)(*_tensors(ins))
+    for out_name, got, ref in zip(PHASE_IO[phase][1], outs, want):
+        ref = ref.numpy()
+        err = float(np.abs(got - ref).max()) if np.isfinite(got).all() else float("inf")
+        if not err <= CHECK_RTOL * max(1.0, float(np.abs(ref).max())):
+            raise PeerMismatch(f"{name} computes a different {out_name} from the model at input shapes "
+                               f"{[list(a.shape) for a in ins]} (max error {err:.3g}); not timed")
+    return call
+
+
 # --------------------------------------------------------------------------- torch
 
 def _torch_call(fn, ins, outs):
@@ -170,8 +197,7 @@ def torch_compiled(inputs, outputs, dims, **options):
         torch.set_num_threads(int(options["threads"]))
     phase, lm, ins, outs = _prepare(inputs, outputs, options)
     call = _torch_call(torch.compile(phase_module(lm, phase), dynamic=False), ins, outs)
-    call()
-    return call
+    return checked("torch.compile", call, lm, phase, ins, outs)   # compiles now, not in a timed call
 
 
 # --------------------------------------------------------------------------- ONNX export (cached)
@@ -256,7 +282,7 @@ def onnxruntime_peer(inputs, outputs, dims, **options):
 
     def call(_keep=(ins, outs)):   # the bound OrtValues point into these arrays
         session.run_with_iobinding(binding)
-    return call
+    return checked("onnxruntime", call, lm, phase, ins, outs)
 
 
 def _writable_alias(a):
@@ -300,4 +326,4 @@ def openvino_peer(inputs, outputs, dims, **options):
 
     def call(_keep=(ins, outs)):   # the aliases above do not hold the arrays alive; this does
         request.infer()
-    return call
+    return checked("openvino", call, lm, phase, ins, outs)

@@ -8,7 +8,8 @@ use the same thread count.
 
 - ``inputs``: ``x`` (and for decode ``kv``) as float32 arrays, laid out as in
   :mod:`kernels.models.decoder`; optionally weights, by Hugging Face name or with the dots as
-  underscores (``model_layers_0_self_attn_q_proj_weight``), which replace the model's own.
+  underscores, possibly prefixed (``p_phase_lm_model_layers_0_self_attn_q_proj_weight``, as
+  the own-ops capture names them), which replace the model's own.
 - ``outputs``: ``logits`` and ``kv`` (prefill) or ``logits`` and ``kv_new`` (decode); the
   own-ops names ``out0``, ``out1`` are accepted too.
 - ``dims``: unused (the arrays' shapes are the static shapes).
@@ -25,6 +26,8 @@ meant to be called there beforehand; it caches the file under ``cache_dir()/mode
 versions), so a factory in the timing child finds it and only loads it. Nothing touches the
 network: the exporter, ONNX Runtime and OpenVINO read and write local files only.
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -103,10 +106,22 @@ def model_from(options: dict, inputs: dict | None = None):
     if inputs:
         with torch.no_grad():
             for name, p in lm.state_dict().items():
-                for key in (name, name.replace(".", "_")):
-                    if key in inputs:
-                        p.copy_(torch.from_numpy(np.ascontiguousarray(inputs[key])).reshape(p.shape))
+                key = _weight_input(name, inputs)
+                if key is not None:
+                    p.copy_(torch.from_numpy(np.ascontiguousarray(inputs[key])).reshape(p.shape))
     return lm
+
+
+def _weight_input(name: str, inputs: dict) -> str | None:
+    """The input that carries weight ``name``: the name itself, or it with dots as
+    underscores, alone or after a prefix ending in ``_`` (the own-ops capture names a
+    parameter ``p_<module path>``: ``p_phase_lm_model_norm_weight``)."""
+    flat = name.replace(".", "_")
+    for key in (name, flat):
+        if key in inputs:
+            return key
+    hits = [k for k in inputs if k.endswith("_" + flat)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def phase_module(lm, phase: str):

@@ -82,10 +82,10 @@ def test_a_peer_that_computes_something_else_is_refused_not_timed(tiny, tiny_lm)
         peers.openvino_peer({"x": x}, outputs, {}, phase="prefill", config=tiny.to_json())
 
 
-def test_weights_given_as_inputs_replace_the_seeded_ones(tiny):
+def test_weights_given_as_inputs_under_the_own_ops_names_replace_the_seeded_ones(tiny):
     other = DecoderLM(type(tiny)(**{**tiny.to_json(), "seed": 3})).eval()
     inputs, outputs = _case("prefill", other)
-    inputs |= {k.replace(".", "_"): v.numpy() for k, v in other.state_dict().items()}
+    inputs |= {"p_phase_lm_" + k.replace(".", "_"): v.numpy() for k, v in other.state_dict().items()}
     peers.torch_eager(inputs, outputs, {}, phase="prefill", config=tiny.to_json())()
     np.testing.assert_allclose(outputs["logits"], _eager(other, "prefill", inputs)[0], atol=1e-6)
 

@@ -191,7 +191,7 @@ def run_case(cfg, lm, case, names, threads, args) -> dict:
 
 def table(report: dict) -> str:
     names = list(report["peers"])
-    lines = [f"{'case':<22}" + "".join(f"{n:>16}" for n in names) + "   host (others' CPUs, load)"]
+    lines = [f"{'median ± IQR/2':<22}" + "".join(f"{n:>16}" for n in names) + "   host: others' CPUs, load"]
     for case in report["cases"]:
         cells = []
         for n in names:

@@ -8,8 +8,9 @@ Cases: prefill 1 x 128 tokens, and one decode step after 128 and after 1024 cach
 positions (the cache comes from a real prefill). Each case builds every peer through its
 baseline factory (kernels/models/peers.py: the same weights, the same inputs, each peer's
 outputs checked against eager once before timing), each peer in a process of its own that is
-stopped between its calls, as the harness does with baselines (an in-process first version
-let ONNX Runtime's and OpenMP's spin-waiting threads slow whichever peer ran next). They are
+stopped between its calls, as the harness does with baselines, so no runtime's spin-waiting
+thread pool runs beside another's call (docs/engine.md: why the in-process first version
+was discarded). They are
 timed with the harness's interleaved loop (kernels/harness/timing.interleave: a fresh random
 order every round), so a slow phase of the host hits all peers alike. The ONNX export is
 made once, here, in the trusted process, before the peers start. Reported per peer: the median and IQR, the

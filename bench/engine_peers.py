@@ -207,6 +207,9 @@ def table(report: dict) -> str:
             rate.append((f"{r['gflops']:.0f} GF/s" if case["phase"] == "prefill" else f"{r['read_gbs']:.1f} GB/s")
                         if r else "")
         lines.append(f"{'':<22}" + "".join(f"{c:>16}" for c in rate))
+        lines.append(f"{'':<22}   {case['flops'] / 1e9:.3f} GFLOP, {case['weight_bytes'] / 1e6:.1f} MB of weights"
+                     + (f" + {case['kv_bytes'] / 1e6:.1f} MB of KV cache" if case["kv_bytes"] else "") + " per call"
+                     + "".join(f"; {n} not timed: {why}" for n, why in case["not_timed"].items()))
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@ imports it): torch eager, torch.compile, ONNX Runtime and OpenVINO running the b
 decoder family, side by side in one run, at the same thread count.
 
     python -m bench.engine_peers [--threads 2] [--model decoder:hidden=1024,...] [--quick]
+                                 [--cases prefill,decode128,decode1024] [--out FILE]
 
 Cases: prefill 1 x 128 tokens, and one decode step after 128 and after 1024 cached
 positions (the cache comes from a real prefill). Each case builds every peer through its
@@ -220,6 +221,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a small model and few calls (a smoke run)")
     ap.add_argument("--budget", type=float, default=90.0, help="seconds of timing per case at most")
     ap.add_argument("--peers", default=",".join(["torch_eager", "torch_compile", "onnxruntime", "openvino"]))
+    ap.add_argument("--cases", default="prefill,decode128,decode1024", help="which cases, in this order")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     # Every runtime's thread pool is sized before it starts: torch's here, ORT's and
@@ -233,12 +235,18 @@ def main(argv=None) -> int:
     lm = DecoderLM(cfg).eval()
     names = [n.strip() for n in args.peers.split(",") if n.strip()]
     calls = (3, 6) if args.quick else (15, 60)
-    cases = [
-        {"name": "prefill 1x128", "phase": "prefill", "seq": 128, "min_calls": calls[0], "max_calls": calls[1]},
-        {"name": "decode after 128", "phase": "decode", "past": 128, "min_calls": 2 * calls[0], "max_calls": 4 * calls[1]},
-        {"name": "decode after 1024", "phase": "decode", "past": 1024, "min_calls": 2 * calls[0],
-         "max_calls": 4 * calls[1]},
-    ]
+    every = {
+        "prefill": {"name": "prefill 1x128", "phase": "prefill", "seq": 128, "min_calls": calls[0],
+                    "max_calls": calls[1]},
+        "decode128": {"name": "decode after 128", "phase": "decode", "past": 128, "min_calls": 2 * calls[0],
+                      "max_calls": 4 * calls[1]},
+        "decode1024": {"name": "decode after 1024", "phase": "decode", "past": 1024, "min_calls": 2 * calls[0],
+                       "max_calls": 4 * calls[1]},
+    }
+    unknown = [c for c in args.cases.split(",") if c not in every]
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(every)}")
+    cases = [every[c] for c in args.cases.split(",")]
     started = datetime.datetime.now(datetime.timezone.utc)
     out_cases = []
     for case in cases:

@@ -151,8 +151,12 @@ class View:
             n = len(p)
             if n >= 2:
                 k = n if fraction >= 1.0 else max(2, int(round(n * fraction)))
-                where = rng.choice(n, size=k, replace=False) if k < n else np.arange(n)
-                p[where] = p[where][rng.permutation(k)]
+                if k < n:
+                    # a cycle through k secret positions: every one of them really moves
+                    where = rng.choice(n, size=k, replace=False)
+                    p[where] = np.roll(p[where], 1)
+                else:
+                    p = p[rng.permutation(n)]
             perm[d] = p
         return View(self.base, perm)
 

@@ -28,7 +28,9 @@ _static = Path(os.environ.get("TMPDIR", "/tmp")) / f"int21-fleet-static-{os.getp
 
 # The cheapest evaluation that still goes through every stage: a small softmax, two seeds,
 # a short timing budget, no re-check.
-FAST_EVAL = {"seeds": 2, "min_calls": 5, "max_calls": 30, "timing_budget_s": 0.2, "recheck": False}
+# Quick evaluations, as the host's fast floor allows (INT21_EVAL_GOAL_FLOOR=fast below); a goal
+# can no longer switch the re-check off.
+FAST_EVAL = {"seeds": 2, "min_calls": 5, "max_calls": 30, "timing_budget_s": 0.2}
 
 
 def services_or_skip():
@@ -84,7 +86,7 @@ class Stack:
             # short beats, so a vanished worker is noticed in seconds rather than a minute
             "INT21_EVAL_HEARTBEAT": "0.5", "INT21_EVAL_STALE": "6", "INT21_DRIVE_LEASE": "6",
             "INT21_RECOVER_EVERY": "2", "INT21_WORKER_HEARTBEAT": "1", "INT21_WORKER_STALE": "5",
-            "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING", "INT21_EVAL_GOAL_FLOOR": "fast",
         })
         self.env.update(env or {})
         self._create_database()

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-EVAL = {"seeds": 2, "min_calls": 20, "max_calls": 400, "timing_budget_s": 1.0, "recheck": False}
+EVAL = {"seeds": 2, "min_calls": 20, "max_calls": 400, "timing_budget_s": 1.0}
 
 
 def started_run(stack):

@@ -151,14 +151,10 @@ def test_an_evaluation_past_the_soft_time_limit_is_a_timeout_verdict(candidate, 
     from int21web.runs import services as s
     m.Run.objects.filter(pk=candidate.run_id).update(spec={"workload": "softmax", "target": "cpu"})
 
-    class Slow:
-        def __init__(self, settings):
-            pass
+    def slow(goal, source, params, **kw):   # the judge, interrupted by the task's soft limit
+        raise delivery.TimeLimit()
 
-        def evaluate(self, *args):
-            raise delivery.TimeLimit()
-
-    monkeypatch.setattr(s, "Evaluator", Slow)
+    monkeypatch.setattr(s, "judge", slow)
     assert s.candidate_evaluate(candidate_id=candidate.id, attempt=1, worker="w@h")
     (ev,) = m.Evaluation.objects.filter(candidate=candidate)
     assert ev.status == "timeout" and ev.finished_at and "ran past the task's time limit" in ev.outcome["reason"]

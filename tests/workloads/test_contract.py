@@ -18,7 +18,7 @@ from kernels.targets.base import param_prelude
 from tests.workloads.points import POINTS
 
 NAMES = workloads.names()
-LANGUAGE = {"cpu": "c", "cuda": "cuda"}
+LANGUAGE = {name: targets.get(name).language for name in targets.names()}   # each target says its language
 
 
 def all_shapes(wl):

@@ -21,9 +21,8 @@ api = NinjaAPI(title="INT21 Kernel Factory API", version="1", urls_namespace="ap
 errors.install(api)
 api.add_router("", goals.router)
 api.add_router("", runs.router)
-if apps.is_installed("int21web.ops"):          # own ops: importing problems
-    from int21web.api.routes import ops
-    api.add_router("", ops.router)
+from int21web.api.routes import ops              # /workloads: the built-in and the imported ones  # noqa: E402
+api.add_router("", ops.router)
 if apps.is_installed("int21web.library"):      # the review gate and the kernel library
     from int21web.api.routes import library
     api.add_router("", library.router)

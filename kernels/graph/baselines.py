@@ -28,8 +28,22 @@ def warm(**options) -> None:
     with torch.no_grad():
         torch.nn.functional.gelu(torch.nn.Linear(4, 4)(torch.ones(2, 4)))
         if options.get("compile"):
+            _shared_compile_cache(path)
             _python_headers_within_reach()
             torch.compile(lambda t: torch.nn.functional.gelu(t) * 2.0, dynamic=False)(torch.ones(4))
+
+
+def _shared_compile_cache(path: Path) -> None:
+    """One Inductor cache per imported problem, kept across timing sessions: compiling a model
+    costs tens of seconds, and every session is a fresh process of a fresh box user. Shared
+    only by sessions of the same stored problem (the same code), so what one session writes
+    there can only ever meet the model that wrote it."""
+    from kernels.targets.base import cache_dir
+    folder = cache_dir() / "inductor" / path.name
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o1777)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
+    os.umask(0o000)   # what the box users create there, the next one may extend
 
 
 def _python_headers_within_reach() -> None:

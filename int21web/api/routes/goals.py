@@ -1,7 +1,7 @@
 """/api/goals: saved goals and their design spaces."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from django.db import transaction
 from ninja import Query, Router, Status
@@ -81,16 +81,5 @@ def goal_space(request, goal_id: Id):
     return {"space": space.to_json(), "space_size": space.size()}
 
 
-@router.get("/workloads", response={200: list[dict[str, Any]], **o.ERRORS}, tags=["workloads"],
-             summary="Workloads (built in and imported): signatures, template spaces, baselines")
-def workload_list(request, name: Optional[str] = Query(None, max_length=64, description="only this one")):
-    need(request, "viewer", "reading workloads")
-    from kernels import workloads
-    names = workloads.names()
-    if name is not None:
-        if name not in names:
-            raise not_found("workload", repr(name))
-        names = [name]
-    return [workloads.get(n).describe() for n in names]
 
 

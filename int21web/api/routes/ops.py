@@ -5,15 +5,28 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ninja import Router, Schema, Status
+from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from int21web.api import outputs as o
 from int21web.api.auth import need
-from int21web.api.errors import ApiError
+from int21web.api.errors import ApiError, not_found
 from int21web.ops import services
 
 router = Router(tags=["workloads"])
+
+
+@router.get("/workloads", response={200: list[dict[str, Any]], **o.ERRORS},
+             summary="Workloads (built in and imported): signatures, template spaces, baselines")
+def workload_list(request, name: Optional[str] = Query(None, max_length=64, description="only this one")):
+    need(request, "viewer", "reading workloads")
+    from kernels import workloads
+    names = workloads.names()
+    if name is not None:
+        if name not in names:
+            raise not_found("workload", repr(name))
+        names = [name]
+    return [workloads.get(n).describe() for n in names]
 
 
 class ProblemIn(Schema):

@@ -39,8 +39,8 @@ class Command(BaseCommand):
             row = services.op_import(source=source, name=o["name"], overrides=overrides, user=actor)
         except services.ImportRefused as exc:
             if o["json"]:
-                sys.stdout.write(json.dumps({"ok": False, "field": exc.field, "error": exc.message,
-                                             "failure": exc.failure}) + "\n")
+                self.stdout.write(json.dumps({"ok": False, "field": exc.field, "error": exc.message,
+                                              "failure": exc.failure}))
             raise CommandError(f"{exc.field}: {exc.message}", returncode=2) from None
         except ValueError as exc:
             raise CommandError(str(exc), returncode=2) from None
@@ -52,7 +52,7 @@ class Command(BaseCommand):
 
     def _print(self, o, data, lines):
         if o["json"]:
-            sys.stdout.write(json.dumps(data, default=str) + "\n")
+            self.stdout.write(json.dumps(data, default=str))
         else:
             for line in lines(data):
                 self.stdout.write(line)

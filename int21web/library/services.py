@@ -47,6 +47,14 @@ def _audit(actor, action: str, *, candidate=None, proposal=None, before=None, af
                                      proposal=proposal, before=before or {}, after=after or {}, message=message)
 
 
+def _reviewed_speedup(review: Review) -> dict:
+    """The speedup per baseline of the result a review was given on (its evaluation's, else the
+    candidate's recorded result)."""
+    if review.evaluation_id and review.evaluation and review.evaluation.outcome:
+        return (review.evaluation.outcome.get("result") or {}).get("speedup") or {}
+    return (review.proposal.candidate.result or {}).get("speedup") or {}
+
+
 def _snapshot(proposal: Proposal) -> dict:
     return {"state": proposal.state, "approvals": approvals(proposal).count(),
             "required": proposal.required_approvals}
@@ -277,12 +285,12 @@ def evaluation_recorded(*, evaluation_id: int) -> None:
         ev = rm.Evaluation.objects.select_related("candidate__run").get(pk=evaluation_id)
         cand = ev.candidate
         res = (ev.outcome or {}).get("result") or {}
-        new = {"status": ev.status, "score": res.get("score", 0.0)}
+        new = {"status": ev.status, "score": res.get("score", 0.0), "speedup": res.get("speedup") or {}}
         meets = goal_check(cand, {"status": ev.status, "speedup": res.get("speedup") or {}}) \
             if ev.status == "ok" else (False, "")
         for prop in Proposal.objects.select_for_update().filter(candidate=cand, state__in=Proposal.OPEN_STATES):
             for review in approvals(prop).exclude(evaluation_id=ev.pk):
-                old = {"status": review.status, "score": review.score}
+                old = {"status": review.status, "score": review.score, "speedup": _reviewed_speedup(review)}
                 why = differs(old, new, meets)
                 if why is None:
                     moved = score_moved(old, new)

@@ -29,3 +29,13 @@ def embedded_worker(queues=TARGET_QUEUES, orchestrate: bool = False):
                                                     queues=qs, loglevel="WARNING", shutdown_timeout=60))
                    for qs in groups]
         yield workers
+
+
+def serving(target: str) -> str | None:
+    """None when evaluations on ``target`` will be served (the embedded workers, else a live
+    worker of the fleet); otherwise the sentence a command prints instead of waiting forever."""
+    if settings.CELERY_EMBEDDED:
+        return None
+    from int21web.fleet.selectors import live_worker_for
+    av = live_worker_for(target)
+    return None if av else f"a broker is set (CELERY_BROKER_URL) and {av.reason}"

@@ -103,6 +103,8 @@ _BASES: dict[tuple, Base] = {}
 def base_set(wl: Workload, shape: Shape, distribution: str, index: int = 0) -> Base:
     key = (wl.name, shape.label(), distribution, index)
     hit = _BASES.pop(key, None)
+    if hit is not None and hit.wl is not wl:
+        hit = None      # another workload of the same name (a re-import, a fusion group in memory)
     if hit is None:
         seed = (_PROCESS_SEED + 7919 * index) % (1 << 62)
         data = wl.make_inputs(shape, distribution, seed)

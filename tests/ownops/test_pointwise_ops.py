@@ -76,3 +76,15 @@ def test_the_generated_c_of_every_pointwise_op_matches_the_interpreter(chunk, tm
     src, params = wl.template("cpu").seeds()[0]
     out = Evaluator(EvalSettings(timing=False, seeds=3)).evaluate(src, params, wl, "cpu")
     assert out.status == "ok", out.reason
+
+
+def test_two_workloads_of_one_name_are_each_judged_against_their_own_reference(tmp_path):
+    """A worker keeps base data sets (and their references) between evaluations; a re-import
+    under the same name, or another fusion group in memory, must not meet the old ones."""
+    tol = Tolerance(atol=2e-5, rtol=2e-5)
+    settings = EvalSettings(timing=False, seeds=2)
+    for chunk in (0, 1):
+        wl = in_memory("same_name", op_graph(chunk), {}, tmp_path / str(chunk), distributions=("model",), tolerance=tol)
+        src, params = wl.template("cpu").seeds()[0]
+        out = Evaluator(settings).evaluate(src, params, wl, "cpu")
+        assert out.status == "ok", out.reason

@@ -73,3 +73,11 @@ def test_a_killed_run_resumes_with_nothing_lost_or_judged_twice(env, tmp_path):
                                "group by candidate_id").fetchall()
         assert len(finished) == 12 and all(n == 1 for _, n in finished)
         assert con.execute("select state from runs_run where id = 1").fetchone()[0] == "finished"
+
+
+def test_with_a_broker_and_no_worker_the_swarm_says_so_instead_of_waiting(env, tmp_path):
+    # a broker that is set but served by nobody (a folder broker: no Redis needed)
+    env = {**env, "CELERY_BROKER_URL": "filesystem://", "INT21_VAR_DIR": str(tmp_path)}
+    r = swarm(env, *ARGS, "--budget", "2", timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "no worker serves target.cpu" in r.stderr and "celery -A int21web worker -Q target.cpu" in r.stderr

@@ -171,10 +171,12 @@ def test_an_arch_nvcc_does_not_know_is_a_compile_failure():
 
 
 @needs_nvcc
-def test_builds_are_cached_by_source_params_and_flags():
+def test_builds_are_cached_by_source_params_and_flags(tmp_path, monkeypatch):
+    monkeypatch.setenv("INT21_CACHE_DIR", str(tmp_path))    # a cache of its own: other tests build these too
     tpl = workloads.get("softmax").template("cuda")
     params = {**tpl.space.default(), "ALGO": "warp"}
     first = TARGET.compile(tpl.source("warp"), params, {})
+    assert not first.cached
     again = TARGET.compile(tpl.source("warp"), params, {})
     assert again.cached and again.path == first.path and again.resources == first.resources
     other = TARGET.compile(tpl.source("warp"), {**params, "BLOCK": 512}, {})

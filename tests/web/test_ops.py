@@ -154,7 +154,8 @@ def test_the_command_line_imports_and_refuses_with_the_apis_messages(people, tmp
 
 
 @pytest.mark.django_db(transaction=True)
-def test_kernelbench_prints_one_json_object_with_the_names_scripts_rely_on(people, tmp_path, capsys):
+def test_kernelbench_prints_one_json_object_with_the_names_scripts_rely_on(people, tmp_path, capsys, settings):
+    settings.CELERY_EMBEDDED = True     # its own workers, in this process, on whichever broker the app has
     folder = tmp_path / "problems"
     folder.mkdir()
     (folder / "softmax_rows.py").write_text(SOFTMAX)
@@ -177,3 +178,14 @@ def test_kernelbench_prints_one_json_object_with_the_names_scripts_rely_on(peopl
     assert set(report["summary"]) >= {"fast_0", "fast_1_eager", "fast_1_compile", "geomean_eager"}
     assert report["summary"]["fast_0"] == 1.0
     assert json.loads((tmp_path / "kb.json").read_text())["problems"]
+
+
+@pytest.mark.django_db
+def test_kernelbench_with_a_broker_and_no_worker_says_so_instead_of_waiting(people, tmp_path, settings):
+    settings.CELERY_EMBEDDED = False
+    (tmp_path / "softmax_rows.py").write_text(SOFTMAX)
+    with pytest.raises(CommandError) as err:
+        call_command("kernelbench", str(tmp_path), "--budget", "2", stdout=io.StringIO())
+    assert err.value.returncode == 2 and "no worker serves target.cpu" in str(err.value)
+    assert "celery -A int21web worker -Q target.cpu" in str(err.value)
+    assert not om.ImportedOp.objects.exists()       # nothing imported, nothing half done

@@ -91,6 +91,10 @@ class Command(BaseCommand):
         if o["budget"] < 1 or o["jobs"] < 1:
             raise CommandError("--budget and --jobs must be at least 1", returncode=2)
         files = problem_files(o["paths"])
+        from int21web.runs.embedded import serving
+        why = serving("cpu")
+        if why:
+            raise CommandError(f"kernelbench cannot run its goals: {why}", returncode=2)
         actor = user(o["as_user"]) if o["as_user"] else None
         bar = Bar(sys.stderr, width=30)
         started = time.monotonic()

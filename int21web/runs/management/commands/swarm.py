@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from int21web.runs import models as m
 from int21web.runs import services
-from int21web.runs.embedded import embedded_worker
+from int21web.runs.embedded import embedded_worker, serving
 from swarm.goals import GoalError
 from swarm.progress import RunProgress
 from swarm.types import Budget, Goal
@@ -41,7 +41,7 @@ class Command(BaseCommand):
             if run is None:
                 raise CommandError(f"no run {o['resume']}", returncode=2)
             budget = run.spec["budget"]["evaluations"]
-            run_id = run.id
+            run_id, target = run.id, run.spec["target"]
             if run.state == "paused":
                 services.run_resume(run_id=run_id, reason="resumed from the command line")
         else:
@@ -53,8 +53,11 @@ class Command(BaseCommand):
                         team=[a.strip() for a in o["agents"].split(",") if a.strip()],
                         population=o["population"], seed=o["seed"], cold=o["cold"], confirm_top=o["confirm"])
             budget = o["budget"]
-            run_id = None
+            run_id, target = None, o["target"]
         progress = RunProgress(sys.stderr, budget)
+        why = serving(target)
+        if why:
+            raise CommandError(f"the swarm cannot evaluate: {why}", returncode=2)
         with embedded_worker():
             if run_id is None:
                 try:

@@ -21,6 +21,7 @@ import numpy as np
 from kernels.harness import calm
 from kernels.harness import cases as C
 from kernels.harness.arena import POISON_WORD, Arena
+from kernels.harness.process import busy_threads
 from kernels.harness.verdicts import reply_problem
 from kernels.harness.verify import compare
 
@@ -372,7 +373,7 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
             out.details.update(
                 timed_calls=state["calls"], slots=nslots, checked_calls=state["checked"], full_checks=state["full"],
                 cpu={"cpu_per_wall": (cpu_s / wall) if cpu_s is not None and wall > 0 else None,
-                     "threads": cpu1["threads"] if cpu1 else None},
+                     "threads": cpu1["threads"] if cpu1 else None, "busy_threads": busy_threads(cpu0, cpu1)},
                 verification={"sampled_calls": state["checked"], "full_checks": state["full"],
                               "max_abs_err": state["max_err"], "reordered": reorder,
                               "pool": None if reorder else len(bases)},

@@ -109,9 +109,10 @@ class _Lines:
         return line.decode("utf-8", "replace"), ""
 
 
-def _cpu_ns(pid: int) -> tuple[int, int] | None:
-    """(CPU nanoseconds of all live threads, thread count) from /proc/<pid>/task/*/schedstat."""
-    total, count = 0, 0
+def _cpu_ns(pid: int) -> tuple[int, int, dict] | None:
+    """(CPU nanoseconds of all live threads, thread count, ns per thread id) from
+    /proc/<pid>/task/*/schedstat."""
+    total, per = 0, {}
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -119,11 +120,26 @@ def _cpu_ns(pid: int) -> tuple[int, int] | None:
     for tid in tasks:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-                count += 1
+                ns = int(f.read().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-    return total, count
+        total += ns
+        per[tid] = ns
+    return total, len(per), per
+
+
+def busy_threads(cpu0: dict | None, cpu1: dict | None, share: float = 0.05) -> int | None:
+    """How many threads did a share (``share``) of the process's CPU work between two
+    ``cpu()`` samples. Unlike CPU time per wall second, this does not depend on how busy the
+    host is: a second thread that computes half of every call is busy however it is scheduled."""
+    if not cpu0 or not cpu1 or "per_thread" not in cpu1:
+        return None
+    before = cpu0.get("per_thread") or {}
+    deltas = [ns - before.get(tid, 0) for tid, ns in cpu1["per_thread"].items()]
+    total = sum(d for d in deltas if d > 0)
+    if total <= 0:
+        return None
+    return sum(1 for d in deltas if d >= share * total)
 
 
 def _stat_cpu_ns(pid: int) -> int | None:
@@ -328,7 +344,7 @@ class RunnerProcess(_Base):
         whole = _stat_cpu_ns(self.pid)
         if live is None:
             return None
-        return {"ns": live[0], "threads": live[1], "whole_ns": whole}
+        return {"ns": live[0], "threads": live[1], "per_thread": live[2], "whole_ns": whole}
 
     def close(self) -> Exit:
         """Ask the runner to exit (or kill it), reap it, kill the rest of its group."""
@@ -492,7 +508,8 @@ class ServerProcess(_Base):
 
     def cpu(self) -> dict | None:
         live = _cpu_ns(self.pid) if self.pid else None
-        return {"ns": live[0], "threads": live[1], "whole_ns": _stat_cpu_ns(self.pid)} if live else None
+        return {"ns": live[0], "threads": live[1], "per_thread": live[2], "whole_ns": _stat_cpu_ns(self.pid)} \
+            if live else None
 
     def _collect(self, timeout: float) -> int | None:
         if self.proc is not None:

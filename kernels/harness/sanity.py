@@ -47,9 +47,14 @@ def flags(wl, tgt, shape, bench, ceil: dict, threads: int | None) -> list[Flag]:
     if peak and gflops > PHYSICS_MARGIN_FLOPS * peak:
         out.append(Flag("ceiling", f"implies {gflops:.0f} GFLOP/s, above the measured compute ceiling "
                                    f"({peak:.0f} GFLOP/s)"))
-    ratio = bench["details"].get("cpu", {}).get("cpu_per_wall")
+    cpu = bench["details"].get("cpu", {})
+    ratio, busy = cpu.get("cpu_per_wall"), cpu.get("busy_threads")
     cores = os.cpu_count() or 1
-    if ratio and tgt.timer == "wall":      # the candidate ran on this host's cores
+    if tgt.timer == "wall" and isinstance(threads, int) and isinstance(busy, int) and busy > threads:
+        out.append(Flag("threads", f"{busy} of its threads each did a share of the work of its calls while it "
+                                   f"declares {threads} thread{'s' if threads != 1 else ''}: more threads than it "
+                                   "declares"))
+    elif ratio and tgt.timer == "wall":      # the candidate ran on this host's cores
         if isinstance(threads, int) and ratio > threads * 1.25 + 0.35:
             out.append(Flag("threads", f"used {ratio:.2f} CPU-seconds per second of its calls while it declares "
                                        f"{threads} thread{'s' if threads != 1 else ''}: more threads than it "

@@ -194,3 +194,13 @@ def test_a_slow_phase_that_is_ending_is_timed_until_calm(monkeypatch, tmp_path):
     assert [round(s["ratio"], 2) for s in sessions] == [1.5, 1.25, 1.0]
     assert bench["details"]["host_calm"]["kept"] == 2
     assert "persisted" not in bench["notes"][-1]
+
+
+def test_busy_threads_counts_the_threads_that_did_a_share_of_the_work():
+    from kernels.harness.process import busy_threads
+    before = {"per_thread": {"1": 100, "2": 0, "3": 50}}
+    # thread 1 did 1000 ns, thread 2 (started since) 900 ns, thread 3 only 10 ns: two busy
+    after = {"per_thread": {"1": 1100, "2": 900, "3": 60, "4": 5}}
+    assert busy_threads(before, after) == 2
+    assert busy_threads(before, {"per_thread": {"1": 2100}}) == 1
+    assert busy_threads(None, after) is None and busy_threads(before, {"per_thread": {"1": 100}}) is None

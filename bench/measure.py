@@ -28,8 +28,9 @@ from swarm.types import Result
 class Table:
     """(shape, params) → Result (+ timings and roofline figures of the full outcome)."""
 
-    def __init__(self, workload: str, min_calls: int, log=print):
+    def __init__(self, workload: str, min_calls: int, log=print, settings: dict | None = None):
         self.workload = workload
+        self.settings = dict(settings or {})    # more EvalSettings fields for every measurement
         self.rows: dict[str, dict] = {}
         self.sources: dict[str, str] = {}    # key → the source measured (kept out of the JSON)
         self.evaluator_calls = 0
@@ -47,7 +48,8 @@ class Table:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise TimeUp(f"{self.workload}: time limit reached before measuring {params}")
             wl = workloads.get(self.workload)
-            ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(shape), min_calls=self.min_calls))
+            ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(shape), min_calls=self.min_calls,
+                                        **self.settings))
             out = ev.evaluate(source, params, wl, "cpu")
             self.evaluator_calls += 1
             res = Result.from_outcome(out)

@@ -53,6 +53,7 @@ class Plan:
     sessions: int = 3                 # kernel comparisons: harness sessions per kernel
     min_calls: int = 20               # timed calls per implementation, kernel comparisons
     search_min_calls: int = 10        # timed calls per implementation, search measurements
+    search_eval: dict = field(default_factory=dict)   # EvalSettings of search measurements beyond the defaults
     searchers: list = field(default_factory=lambda: list(searchers.SEARCHERS))
     shapes: dict = field(default_factory=dict)       # workload -> (search shape, [kernel shapes])
     compile_baseline: bool = True     # torch.compile in the kernel comparison
@@ -75,8 +76,10 @@ class Plan:
 
     @classmethod
     def make(cls, quick: bool, **over) -> "Plan":
+        # --quick: search points checked on 2 seeds, without re-timing slow sessions (the kernel
+        # comparisons keep the full defaults)
         base = (dict(budgets=[10, 20, 40], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
-                     search_workloads=["softmax"], shapes=dict(QUICK_SHAPES))
+                     search_workloads=["softmax"], shapes=dict(QUICK_SHAPES), search_eval={"seeds": 2, "retime": 0})
                 if quick else dict(shapes=dict(FULL_SHAPES)))
         base.update({k: v for k, v in over.items() if v is not None})
         return cls(quick=quick, **base)
@@ -396,7 +399,7 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
     per_session = (40 if plan.compile_baseline else 15) * (1 if plan.quick else 1.5)
     for i, wname in enumerate(names):
         search_shape, kernel_shapes = plan.shapes[wname]
-        table = Table(wname, plan.search_min_calls, log=progress.measured_one)
+        table = Table(wname, plan.search_min_calls, log=progress.measured_one, settings=plan.search_eval)
         tables[wname] = table
         wl = workloads.get(wname)
         tpl = wl.template("cpu")

@@ -284,6 +284,7 @@ class RunnerProcess(_Base):
         self.omp_threads: str | None = None
         self.bases = (0, 0)
         if self.proc is None:
+            self.ready = Reply("died", text=self.load_error or "")
             return
         self.pid = self.proc.pid
         box.track(self.pid)

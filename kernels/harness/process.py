@@ -211,7 +211,13 @@ class _Base:
         return reply
 
     def resume(self) -> None:
-        pass
+        """Let a process stopped between calls (``pause``) run again."""
+        if getattr(self, "stopped", False) and self.pid:
+            try:
+                os.kill(self.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            self.stopped = False
 
     def pause(self) -> None:
         pass
@@ -307,13 +313,6 @@ class RunnerProcess(_Base):
             self.pause()
             self.cpu_start = self.cpu()
 
-    def resume(self) -> None:
-        if self.stopped and self.pid:
-            try:
-                os.kill(self.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            self.stopped = False
 
     def pause(self) -> None:
         """Stop the whole process and wait until it is stopped (every thread)."""
@@ -480,13 +479,6 @@ class ServerProcess(_Base):
             self.isolation = reply.fields
             self.pause()
 
-    def resume(self) -> None:
-        if self.stopped and self.pid:
-            try:
-                os.kill(self.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            self.stopped = False
 
     def pause(self) -> None:
         # Not our child when forked by the fork server: stopped without waiting for it. A

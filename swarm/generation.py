@@ -23,6 +23,7 @@ from swarm.agents.base import Context
 from swarm.events import make_event
 from swarm.goals import GoalError, check_goal  # noqa: F401  (GoalError: callers import it from here too)
 from swarm.guidance import Steering, validate
+from swarm.knowledge import subject
 from swarm.knowledge.distil import distil, ranked
 from swarm.knowledge.variants import promote, template_for
 from swarm.llm.session import LLMSession, open_session
@@ -36,7 +37,7 @@ from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
 class RunRecord:
     id: int
     goal: Goal
-    state: str = "created"          # created | running | paused | finished
+    state: str = "created"          # created | running | paused | finished | failed
     generation: int = 0             # generations completed
     agent_stats: dict = field(default_factory=dict)
     best_id: int | None = None
@@ -414,9 +415,14 @@ class Engine:
         lessons += promote(evaluated, lessons, self._template(goal, wl), run_id=run.id, shapes=shapes,
                            workload=goal.workload, target=goal.target)
         for lesson in lessons:
-            stored = self.knowledge.record(lesson)
-            self._emit(run.id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
-                       evidence=stored.evidence)
+            self._learn(run.id, lesson)
+
+    def _learn(self, run_id: int, lesson) -> None:
+        """Store a lesson (the store keeps one per subject) and say so, with its subject: the
+        run page shows a lesson re-learnt on the same subject in place of the earlier one."""
+        stored = self.knowledge.record(lesson)
+        self._emit(run_id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
+                   evidence=stored.evidence, subject=json.dumps(subject(stored), default=str))
 
     def _reflect(self, run_id: int, ctx: Context, agents: dict, history: list[Candidate], new: list[Candidate]):
         """Agents with a ``reflect(ctx, new) -> lessons`` hook (the analyst) read the generation."""
@@ -433,9 +439,7 @@ class Engine:
                 self._emit(run_id, "agent_note", agent=name, text=f"reflection failed: {type(exc).__name__}: {exc}")
                 continue
             for lesson in lessons:
-                stored = self.knowledge.record(lesson)
-                self._emit(run_id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
-                           evidence=stored.evidence)
+                self._learn(run_id, lesson)
 
     def _natural(self, target: str, space) -> dict:
         """The target's natural starting values (one thread per core, its widest vectors)."""

@@ -1,5 +1,7 @@
 """What the swarm stores. The swarm engine reads and writes these only through
 ``int21web.runs.store`` (its RunStore/KnowledgeStore/EventSink adapters)."""
+import json
+
 from django.conf import settings
 from django.db import models
 
@@ -18,7 +20,8 @@ class Goal(models.Model):
 
 
 class Run(models.Model):
-    STATES = [(s, s) for s in ("created", "running", "paused", "finished")]
+    STATES = [(s, s) for s in ("created", "running", "paused", "finished", "failed")]
+    ENDED = ("finished", "failed")      # no driver, guidance, pause or resume applies any more
 
     goal = models.ForeignKey(Goal, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     spec = models.JSONField(help_text="the goal as it was when the run started")
@@ -160,6 +163,11 @@ class Guidance(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+    @property
+    def text(self) -> str:
+        """The directive as the run page shows it, live (run.js: JSON.stringify) and after reload."""
+        return json.dumps(self.directive, separators=(",", ":"), ensure_ascii=False)
 
 
 class Event(models.Model):

@@ -3,24 +3,37 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import time
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from int21web.runs import models as m
+from int21web.runs.delivery import TimeLimit
 from int21web.runs.store import DjangoEventSink, DjangoKnowledge, DjangoStore, goal_from
 from kernels import targets
 from swarm.judge import judge
 from swarm.generation import Engine
 from swarm.goals import GoalError, check_goal
 from swarm.guidance import validate
+from swarm.events import make_event
 from swarm.types import Goal, Result
+
+log = logging.getLogger(__name__)
+# Faults of the machinery rather than of the run: the driver is queued again, the run goes on.
+_INFRASTRUCTURE = (TimeLimit, OperationalError, InterfaceError)
+
+
+class RunStateError(ValueError):
+    """The run is in a state where the action does not apply (the API answers 409)."""
+
+    field = "state"
 
 
 def fingerprint_key(target: str) -> str:
@@ -58,7 +71,16 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
         try:
             with lease.kept():
                 while not lease.lost.is_set():
-                    record = eng.run(run_id, max_generations=1)
+                    try:
+                        record = eng.run(run_id, max_generations=1)
+                    except _INFRASTRUCTURE:
+                        raise      # the task's time limit, a database gone: the run is driven again
+                    except Exception as exc:
+                        # A bug in the driver (an agent, the distiller, the store): the same crash
+                        # would follow every resume, so the run ends here, saying why.
+                        log.exception("the driver of run %s failed", run_id)
+                        run_fail(run_id=run_id, reason=f"the driver failed: {type(exc).__name__}: {exc}")
+                        return eng.store.load_run(run_id)
                     done += 1
                     if record.state != "running":
                         break
@@ -76,6 +98,18 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
             return eng.store.load_run(run_id)
         # Running again after we saw it stop (a quick pause + resume): its own driver may have
         # found our lease and left, so carry on rather than leave the run undriven.
+
+
+def run_fail(*, run_id: int, reason: str) -> bool:
+    """End a run that cannot go on (its driver raised) as ``failed`` with a one-line reason
+    (no traceback: that is in the server log). False when it had ended already."""
+    reason = reason.splitlines()[0][:300] if reason else "the driver failed"
+    with transaction.atomic():
+        if not m.Run.objects.filter(pk=run_id).exclude(state__in=m.Run.ENDED).update(
+                state="failed", finish_reason=reason, lease_holder="", lease_until=None, updated_at=timezone.now()):
+            return False
+        DjangoEventSink().emit(run_id, make_event("run_failed", reason=reason))
+    return True
 
 
 def run_recover(*, grace_seconds: float = 60.0) -> list[int]:
@@ -120,25 +154,54 @@ def run_launch(*, goal_row: m.Goal, started_by=None, overrides: dict | None = No
 
 
 def run_stop(*, run_id: int, author=None) -> None:
-    """A human stop: recorded as guidance (so it is in the run's history), applied at the next
-    generation; a paused run is finished straight away."""
+    """A human stop, whatever the run's state. Recorded as guidance (so it is in the run's
+    history) and applied at the next generation, its best confirmed as usual; a paused run is
+    resumed to be finished so. A run that nobody drives (its driver died, its worker is gone),
+    or one asked a second time, ends at once: a stop never waits on a generation that may not
+    come. An ended run is left as it is."""
     run = m.Run.objects.get(pk=run_id)
-    if run.state == "finished":
+    if run.state in m.Run.ENDED:
         return
+    asked_before = m.Guidance.objects.filter(run_id=run_id, directive__op="stop").exists()
     guidance_post(run_id=run_id, directive={"op": "stop"}, author=author)
-    if run.state == "paused":
+    if run.state == "paused" and not asked_before:
         run_resume(run_id=run_id, reason="resumed to stop", drive=True)
+        return
+    driven = m.Run.objects.filter(pk=run_id, state="running", lease_until__gt=Now()).exists()
+    if asked_before or not driven:
+        run_end(run_id=run_id, reason=f"stopped by {author.username if author else 'a person'}")
+
+
+def run_end(*, run_id: int, reason: str) -> bool:
+    """Finish a run now, without its closing confirmation (a driver in a generation notices at
+    its next check and leaves). False when it had ended already."""
+    with transaction.atomic():
+        if not m.Run.objects.filter(pk=run_id).exclude(state__in=m.Run.ENDED).update(
+                state="finished", finish_reason=reason[:300], updated_at=timezone.now()):
+            return False
+        done = m.Candidate.objects.filter(run_id=run_id, result__isnull=False).count()
+        DjangoEventSink().emit(run_id, make_event("run_finished", reason=reason[:300], evaluations=done))
+    return True
 
 
 RUN_ACTIONS = ("pause", "resume", "stop")
+# The states each action applies to; any other is a RunStateError (the API's 409).
+ACTION_STATES = {"pause": ("running",), "resume": ("paused",), "stop": ("created", "running", "paused")}
+_DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}
+ACTING = {"pause": "pausing", "resume": "resuming", "stop": "stopping"}
 
 
 def run_control(*, run_id: int, action: str, user) -> None:
-    """Pause, resume or stop a run on behalf of ``user`` (pages, API and websocket alike)."""
+    """Pause, resume or stop a run on behalf of ``user`` (pages, API and websocket alike);
+    RunStateError when the run's state does not allow it."""
     from int21web.accounts.roles import require
     if action not in RUN_ACTIONS:
         raise ValueError(f"action: must be one of {', '.join(RUN_ACTIONS)}")
-    require(user, "engineer", f"{action} a run")
+    require(user, "engineer", f"{ACTING[action]} a run")
+    state = m.Run.objects.filter(pk=run_id).values_list("state", flat=True).first()
+    if state not in ACTION_STATES[action]:
+        raise RunStateError(f"run {run_id} is {state}: only a {' or '.join(ACTION_STATES[action])} run can be "
+                            f"{_DONE[action]}")
     if action == "pause":
         run_pause(run_id=run_id, reason=f"paused by {user.username}")
     elif action == "resume":
@@ -200,8 +263,11 @@ def goal_demo_set(*, owner=None) -> list[str]:
 
 
 def guidance_post(*, run_id: int, directive: dict, author=None, author_name: str = "") -> m.Guidance:
-    """Validates against the run's design space and team; takes effect next generation."""
+    """Validates against the run's design space and team; takes effect next generation.
+    RunStateError for a run that has ended (nothing would apply it)."""
     run = m.Run.objects.get(pk=run_id)
+    if run.state in m.Run.ENDED:
+        raise RunStateError(f"run {run_id} is {run.state}: guidance would never apply")
     goal = goal_from(run.spec)
     space = space_of(goal)
     directive = validate(directive, space, goal.team)

@@ -1,6 +1,6 @@
 """Pages for goals and runs. Thin: parse → one service or selector call → render."""
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -133,7 +133,7 @@ def run_detail(request, run_id):
     run = get_object_or_404(m.Run.objects.select_related("goal", "started_by"), pk=run_id)
     return render(request, "runs/run_detail.html", {**selectors.run_page(run),
                                                    "can_steer": has_role(request.user, "engineer"),
-                                                   "ops": OPS})
+                                                   "ended": run.state in m.Run.ENDED, "ops": OPS})
 
 
 @require_POST
@@ -142,9 +142,16 @@ def run_control(request, run_id, action):
     run = get_object_or_404(m.Run, pk=run_id)
     if action not in services.RUN_ACTIONS:
         raise Http404("no such action")
-    services.run_control(run_id=run.id, action=action, user=request.user)
-    if request.headers.get("HX-Request"):
-        return HttpResponse(status=204)
+    htmx = bool(request.headers.get("HX-Request"))
+    try:
+        services.run_control(run_id=run.id, action=action, user=request.user)
+    except services.RunStateError as exc:
+        if htmx:
+            return render(request, "runs/_control_result.html", {"error": str(exc)}, status=409)
+        messages.error(request, str(exc))
+        return redirect("run", run_id=run.id)
+    if htmx:
+        return render(request, "runs/_control_result.html", {"action": action, "run": m.Run.objects.get(pk=run.id)})
     return redirect("run", run_id=run.id)
 
 
@@ -155,6 +162,8 @@ def run_guidance(request, run_id):
     try:
         directive = forms.directive_from(request.POST)
         row = services.guidance_post(run_id=run.id, directive=directive, author=request.user)
+    except services.RunStateError as exc:
+        return render(request, "runs/_guidance_result.html", {"error": str(exc)}, status=409)
     except GuidanceError as exc:
         return render(request, "runs/_guidance_result.html", {"error": str(exc)}, status=400)
     return render(request, "runs/_guidance_result.html", {"posted": row})

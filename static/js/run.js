@@ -8,7 +8,7 @@
   var budget = parseInt(root.dataset.budget, 10) || 1;
   var baselines = JSON.parse(document.getElementById("run-baselines").textContent);
   var S = window.int21Run = {lastSeq: 0, received: 0, duplicates: 0, outOfOrder: 0, evaluated: 0,
-                             rows: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, llm: {}, state: null};
+                             rows: {}, lessons: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, llm: {}, state: null};
   baselines.forEach(function (b) { S.bestSeries[b] = {x: [], y: []}; });
   var tbody = document.querySelector("#candidates tbody");
   var dirty = false, ws = null, backoff = 250;
@@ -21,18 +21,24 @@
     li.textContent = line; ul.insertBefore(li, ul.firstChild);
     while (ul.children.length > 30) ul.removeChild(ul.lastChild);
   }
+  var ENDED = {finished: 1, failed: 1};
   function setState(state) {
     S.state = state;
     var b = document.getElementById("run-state"); b.textContent = state; b.className = "badge " + state;
+    // only the controls that apply to this state are shown (data-when: the states they apply to)
+    document.querySelectorAll("#run [data-when]").forEach(function (el) {
+      el.hidden = el.dataset.when.split(" ").indexOf(state) < 0;
+    });
+    if (ENDED[state]) text("live-status", "ended");
   }
   function gen(g) { return S.gens[g] || (S.gens[g] = {proposed: 0, ok: 0, failed: 0}); }
 
   function row(d) {
     var tr = document.createElement("tr");
-    tr.id = "cand-" + d.candidate_id; tr.className = "new"; tr.dataset.status = "proposed";
+    tr.id = "cand-" + d.candidate_id; tr.className = "new"; tr.dataset.status = "in flight";
     var parent = (d.parents && d.parents.length) ? '<a href="/candidates/' + d.parents[0] + '/">#' + d.parents[0] + "</a>" : "—";
     tr.innerHTML = '<td><a href="/candidates/' + d.candidate_id + '/">#' + d.candidate_id + "</a></td><td>" + d.generation +
-      "</td><td>" + d.agent + "</td><td><code></code></td><td>" + parent + '</td><td><span class="badge queued">proposed</span></td>' +
+      "</td><td>" + d.agent + "</td><td><code></code></td><td>" + parent + '</td><td><span class="badge queued">in flight</span></td>' +
       '<td class="num">—</td><td class="num">—</td><td class="muted"></td>';
     tr.children[3].firstChild.textContent = params(d.params);
     tr.children[8].textContent = d.rationale;
@@ -83,18 +89,26 @@
       setState("finished"); text("run-reason", "— " + d.reason); activity("finished: " + d.reason);
       if (d.best) text("run-best", fmt(d.best.score, 2) + "×");
     },
+    run_failed: function (d) { setState("failed"); text("run-reason", "— " + d.reason); activity("failed: " + d.reason); },
     new_best: function (d) { text("run-best", fmt(d.score, 2) + "×"); activity("new best #" + d.candidate_id + ": " + fmt(d.score, 2) + "×"); },
     guidance_applied: function (d) {
       var ul = document.getElementById("guidance-history");
-      if (!ul.querySelector('[data-guidance="' + d.guidance_id + '"]')) {
-        var li = document.createElement("li"); li.dataset.guidance = d.guidance_id;
-        li.textContent = d.author + ": " + JSON.stringify(d.directive); ul.appendChild(li);
+      if (!ul.querySelector('[data-guidance="' + d.guidance_id + '"]')) {   // the markup of _guidance_item.html
+        var li = document.createElement("li"), who = document.createElement("strong"), code = document.createElement("code");
+        li.dataset.guidance = d.guidance_id; who.textContent = d.author; code.textContent = JSON.stringify(d.directive);
+        li.appendChild(who); li.appendChild(document.createTextNode(": ")); li.appendChild(code); ul.appendChild(li);
       }
       var li2 = ul.querySelector('[data-guidance="' + d.guidance_id + '"]');
       if (d.effect) { var s = document.createElement("span"); s.className = "ok applied"; s.textContent = " → applied: " + d.effect; li2.appendChild(s); }
       activity("guidance from " + d.author + ": " + (d.effect || "applied"));
     },
-    lesson_recorded: function (d) { var li = document.createElement("li"); li.textContent = d.text; document.getElementById("lessons").appendChild(li); },
+    lesson_recorded: function (d) {
+      // a lesson on the same subject replaces the earlier one (the store keeps one per subject)
+      var key = d.kind + " " + (d.subject || d.text), ul = document.getElementById("lessons");
+      var li = S.lessons[key];
+      if (!li) { li = S.lessons[key] = document.createElement("li"); ul.appendChild(li); }
+      li.textContent = d.text;
+    },
     agent_note: function (d) { activity(d.agent + ": " + d.text); },
     // language models: spend per agent, unusable answers (raw, shown as text), the budget pause
     llm_call: function (d) {
@@ -158,7 +172,7 @@
   function connect() {
     var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/runs/" + runId + "/?after=" + S.lastSeq;
     ws = new WebSocket(url);
-    ws.onopen = function () { backoff = 250; text("live-status", "live"); };
+    ws.onopen = function () { backoff = 250; text("live-status", ENDED[S.state] ? "ended" : "live"); };
     ws.onmessage = function (e) {
       var msg = JSON.parse(e.data);
       if (msg.error) { activity(msg.error); return; }

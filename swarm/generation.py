@@ -145,11 +145,11 @@ class Engine:
         steering = self._steering(run, base_space)
         history = self.store.candidates(run_id)
         evaluated = [c for c in history if c.result is not None]
-        stop = self._stop_reason(run, evaluated, steering)
+        ctx = self._context(run, wl, tpl, shapes, steering, base_space, history, evaluated)
+        stop = self._stop_reason(run, evaluated, steering, ctx)
         if stop:
             return self._finish(run, evaluated, stop)
-        gen = self._plan(run, self._context(run, wl, tpl, shapes, steering, base_space, history, evaluated),
-                         steering, evaluated)
+        gen = self._plan(run, ctx, steering, evaluated)
         cands = self._admit(gen, self._proposals(run_id, gen.ctx, gen.agents, gen.ordered, gen.slots))
         self._evaluate(run, cands, evaluated)
         history = self.store.candidates(run_id)
@@ -342,7 +342,7 @@ class Engine:
         if pending:
             self._evaluate(run, pending, [c for c in history if c.result is not None])
 
-    def _stop_reason(self, run: RunRecord, evaluated: list[Candidate], steering: Steering) -> str | None:
+    def _stop_reason(self, run: RunRecord, evaluated: list[Candidate], steering: Steering, ctx) -> str | None:
         b = run.goal.budget
         best = max((c.score for c in evaluated if c.result.ok), default=0.0)
         target = steering.target_speedup or b.target_speedup
@@ -354,6 +354,8 @@ class Engine:
             return f"wall-clock budget of {b.wall_seconds:g} s spent"
         if target and best >= target:
             return f"target speedup {target:g}x reached ({best:.2f}x)"
+        if ctx.used_up():   # before stagnation: nothing new to try is why it stopped improving
+            return "the design space is used up: every legal point was tried"
         if b.stagnation_generations and run.stagnant >= b.stagnation_generations:
             return f"no improvement in {run.stagnant} generations"
         return None

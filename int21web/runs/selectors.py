@@ -19,11 +19,15 @@ def dashboard() -> dict:
     from int21web.library.selectors import open_proposal_count
     active = m.Run.objects.filter(state__in=["running", "paused"]).select_related("best", "goal").order_by("-id")
     recent = m.Run.objects.filter(state="finished").select_related("best", "goal").order_by("-updated_at")[:8]
+    from int21web.fleet.selectors import live_worker_for
+    from kernels import targets
     fleet = [w for w in workers() if w["status"] != "stopped"][:12]
+    # per target, the Workers page's own verdict (live_worker_for), so the two pages agree
+    serving = [(t, live_worker_for(t)) for t in targets.names()]
     if settings.CELERY_EMBEDDED and not fleet:
-        fleet = [{"name": "embedded workers (this web process)", "targets": ["cpu", "cuda"], "status": "live",
-                  "queues": ["target.cpu", "target.cuda", "orchestrate"]}]
-    return {"active": [run_progress(r) for r in active], "recent": [run_progress(r) for r in recent],
+        fleet = [{"name": "embedded workers (this web process)", "targets": [t for t, ok in serving if ok],
+                  "status": "live", "queues": [f"target.{t}" for t in targets.names()] + ["orchestrate"]}]
+    return {"targets": serving, "active": [run_progress(r) for r in active], "recent": [run_progress(r) for r in recent],
             "review_count": open_proposal_count(),
             "promotions": KernelVersion.objects.select_related("promoted_by").order_by("-created_at")[:6],
             "workers": fleet}

@@ -83,12 +83,10 @@ def _save(request, row):
 @require_POST
 @role_required("engineer", "checking a goal")
 def goal_validate(request):
-    """Live validation (htmx): a summary, plus an out-of-band message slot per field."""
+    """Live validation (htmx): a summary, and the messages by field as JSON, which the editor's
+    script puts in the slots the page has (and clears the others)."""
     goal, errors, info = forms.validate_goal(request.POST)
-    fields = set(forms.GoalForm.base_fields) | {k for k in request.POST if k.startswith("space-")} | {"space", "goal", "llm"}
-    slots = [(f, errors.get(f, "")) for f in sorted(fields)]
-    return render(request, "runs/_validation.html", {"errors": errors, "info": info, "ok": goal is not None,
-                                                      "slots": slots})
+    return render(request, "runs/_validation.html", {"errors": errors, "info": info, "ok": goal is not None})
 
 
 @role_required("engineer", "editing a goal")

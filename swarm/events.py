@@ -23,7 +23,8 @@ EVENT_FIELDS: dict[str, tuple[set[str], set[str]]] = {
     "candidate_evaluated": ({"candidate_id", "generation", "agent", "status", "reason", "score", "speedup",
                              "median_ms", "stages"}, {"cached", "attempt", "retry"}),
     # a run's best few, measured again before it ends: score = median of the measurements
-    "candidate_confirmed": ({"candidate_id", "measurements", "score", "first"}, set()),
+    # (speedup: each baseline's median over the measurements)
+    "candidate_confirmed": ({"candidate_id", "measurements", "score", "first"}, {"speedup"}),
     "lesson_recorded": ({"lesson_id", "kind", "text"}, {"evidence", "subject"}),
     "guidance_applied": ({"guidance_id", "directive", "author"}, {"effect"}),
     "new_best": ({"candidate_id", "score", "speedup", "params", "evaluations"}, {"median_ms"}),

@@ -68,7 +68,8 @@ class RunStore(Protocol):
     def remember_result(self, cache_key: str, result: Result) -> None: ...
     def save_generation(self, run_id: int, index: int, allocation: dict, summary: dict) -> None: ...
     def guidance_after(self, run_id: int, after_id: int) -> list[tuple[int, dict, str]]: ...
-    def record_confirmation(self, candidate_id: int, measurements: list[float]) -> Result: ...
+    def record_confirmation(self, candidate_id: int, measurements: list[float],
+                            speedups: list[dict] | None = None) -> Result: ...   # Result.confirmed
 
 
 class Executor(Protocol):
@@ -373,7 +374,8 @@ class Engine:
         self._emit(run.id, "run_finished", reason=reason, evaluations=len(evaluated), confirmations=confirmations,
                    best=None if best is None else {"candidate_id": best.id, "score": best.score,
                                                    "params": best.params, "speedup": best.result.speedup,
-                                                   "median_ms": best.result.median_ms})
+                                                   "median_ms": best.result.median_ms,
+                                                   "measurements": best.result.measurements})
 
     def _confirm(self, run: RunRecord, evaluated: list[Candidate]) -> tuple[list[Candidate], int]:
         """Before a run ends, its best few (``goal.confirm_top``) are measured again in fresh
@@ -393,18 +395,20 @@ class Engine:
             if not todo:
                 break
             scores = {c.id: [c.result.score] for c in todo}
+            speeds = {c.id: [c.result.speedup] for c in todo}
             for rnd in range(1, CONFIRM_EXTRA + 1):
                 for cid, result in remeasure(run.goal, todo, rnd):
                     if cid in scores:
                         # Failing a later measurement scores 0 there: a kernel that is correct
                         # only sometimes is not a best.
                         scores[cid].append(result.score if result.ok else 0.0)
+                        speeds[cid].append(result.speedup if result.ok else {})
                         done += 1
             for c in todo:
-                confirmed = self.store.record_confirmation(c.id, scores[c.id])
+                confirmed = self.store.record_confirmation(c.id, scores[c.id], speeds[c.id])
                 self.store.remember_result(self._cache_key(run.goal, c), confirmed)
                 self._emit(run.id, "candidate_confirmed", candidate_id=c.id, measurements=scores[c.id],
-                           score=confirmed.score, first=scores[c.id][0])
+                           score=confirmed.score, first=scores[c.id][0], speedup=confirmed.speedup)
             evaluated = [c for c in self.store.candidates(run.id) if c.result is not None]
         return evaluated, done
 

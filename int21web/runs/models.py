@@ -86,6 +86,15 @@ class Candidate(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "key"], name="candidate_once_per_run")]
         ordering = ["run", "id"]
 
+    @property
+    def speed(self) -> dict:
+        """The one speed number every page shows (templates/runs/_speed.html): the score (once
+        confirmed, the median of its measurements) with the spread, or marked as one measurement."""
+        measured = [x for x in (self.result or {}).get("measurements") or [] if x is not None]
+        if len(measured) < 2:
+            return {"score": self.score, "n": 1, "single": True}
+        return {"score": self.score, "n": len(measured), "low": min(measured), "high": max(measured), "single": False}
+
 
 class Evaluation(models.Model):
     """Every attempt at judging a candidate, with all its stage reports.

@@ -8,7 +8,7 @@
   var budget = parseInt(root.dataset.budget, 10) || 1;
   var baselines = JSON.parse(document.getElementById("run-baselines").textContent);
   var S = window.int21Run = {lastSeq: 0, received: 0, duplicates: 0, outOfOrder: 0, evaluated: 0,
-                             rows: {}, lessons: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, llm: {}, state: null};
+                             rows: {}, lessons: {}, order: [], speed: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, llm: {}, state: null};
   baselines.forEach(function (b) { S.bestSeries[b] = {x: [], y: []}; });
   var tbody = document.querySelector("#candidates tbody");
   var dirty = false, ws = null, backoff = 250;
@@ -30,6 +30,27 @@
       el.hidden = el.dataset.when.split(" ").indexOf(state) < 0;
     });
     if (ENDED[state]) text("live-status", "ended");
+  }
+  // Best so far against each baseline, in evaluation order, from each candidate's current
+  // speedups: its first measurement, replaced by the medians once it is confirmed (the header's
+  // number), so the chart and the header never tell two stories.
+  function bestSoFar() {
+    var best = {};
+    baselines.forEach(function (b) { S.bestSeries[b] = {x: [], y: []}; });
+    S.order.forEach(function (cid, i) {
+      var sp = S.speed[cid];
+      baselines.forEach(function (b) {
+        var v = sp && sp[b];
+        if (v !== undefined && (best[b] === undefined || v > best[b])) best[b] = v;
+        if (best[b] !== undefined) { S.bestSeries[b].x.push(i + 1); S.bestSeries[b].y.push(best[b]); }
+      });
+    });
+    S.best = best; dirty = true;
+  }
+  function spread(measurements) {
+    if (!measurements || measurements.length < 2) return "(one measurement)";
+    return "(" + fmt(Math.min.apply(null, measurements), 2) + "–" + fmt(Math.max.apply(null, measurements), 2) +
+      ", median of " + measurements.length + ")";
   }
   function gen(g) { return S.gens[g] || (S.gens[g] = {proposed: 0, ok: 0, failed: 0}); }
 
@@ -69,13 +90,9 @@
       if (!ok) tr.children[5].title = d.reason;
       tr.children[6].textContent = ok ? fmt(d.score, 2) + "×" : "—";
       tr.children[7].textContent = fmt(d.median_ms, 3);
-      if (ok) baselines.forEach(function (b) {
-        var v = d.speedup && d.speedup[b];
-        if (v !== undefined && (S.best[b] === undefined || v > S.best[b])) S.best[b] = v;
-      });
-      baselines.forEach(function (b) {
-        if (S.best[b] !== undefined) { S.bestSeries[b].x.push(S.evaluated); S.bestSeries[b].y.push(S.best[b]); }
-      });
+      S.order.push(d.candidate_id);
+      if (ok && d.speedup) S.speed[d.candidate_id] = d.speedup;
+      bestSoFar();
       text("run-progress", S.evaluated + "/" + budget + " evaluations");
       document.getElementById("run-progress-bar").style.width = Math.min(100, 100 * S.evaluated / budget) + "%";
       dirty = true;
@@ -83,14 +100,15 @@
     candidate_confirmed: function (d) {
       var tr = S.rows[d.candidate_id], all = d.measurements.map(function (x) { return fmt(x, 2); }).join(", ");
       if (tr) { tr.children[6].textContent = fmt(d.score, 2) + "×"; tr.children[6].title = "median of " + d.measurements.length + " measurements: " + all; }
+      if (d.speedup) { S.speed[d.candidate_id] = d.speedup; bestSoFar(); }
       activity("confirmed #" + d.candidate_id + ": " + all + " → median " + fmt(d.score, 2) + "×");
     },
     run_finished: function (d) {
       setState("finished"); text("run-reason", "— " + d.reason); activity("finished: " + d.reason);
-      if (d.best) text("run-best", fmt(d.best.score, 2) + "×");
+      if (d.best) { text("run-best", fmt(d.best.score, 2) + "×"); text("run-spread", spread(d.best.measurements)); }
     },
     run_failed: function (d) { setState("failed"); text("run-reason", "— " + d.reason); activity("failed: " + d.reason); },
-    new_best: function (d) { text("run-best", fmt(d.score, 2) + "×"); activity("new best #" + d.candidate_id + ": " + fmt(d.score, 2) + "×"); },
+    new_best: function (d) { text("run-best", fmt(d.score, 2) + "×"); text("run-spread", spread(null)); activity("new best #" + d.candidate_id + ": " + fmt(d.score, 2) + "×"); },
     guidance_applied: function (d) {
       var ul = document.getElementById("guidance-history");
       if (!ul.querySelector('[data-guidance="' + d.guidance_id + '"]')) {   // the markup of _guidance_item.html

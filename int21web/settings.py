@@ -218,6 +218,8 @@ INT21_DRIVE_SLICE_SECONDS = env_float("INT21_DRIVE_SLICE", 600.0)        # a dri
 INT21_RECOVER_SECONDS = env_float("INT21_RECOVER_EVERY", 30.0)           # orchestrate workers look for undriven runs
 INT21_WORKER_HEARTBEAT_SECONDS = env_float("INT21_WORKER_HEARTBEAT", 15.0)
 INT21_WORKER_STALE_SECONDS = env_float("INT21_WORKER_STALE", 60.0)
+# Embedded mode: how often a stopped embedded worker is noticed and started again.
+INT21_EMBEDDED_CHECK_SECONDS = env_float("INT21_EMBEDDED_CHECK", 2.0)
 if not INT21_EVAL_HEARTBEAT_SECONDS < INT21_EVAL_STALE_SECONDS:
     raise ImproperlyConfigured("INT21_EVAL_HEARTBEAT must be shorter than INT21_EVAL_STALE")
 if not INT21_DRIVE_SLICE_SECONDS < CELERY_TASK_SOFT_TIME_LIMIT:

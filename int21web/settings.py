@@ -54,6 +54,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "int21web.api.middleware.JsonApiErrors",
+    "int21web.middleware.RefuseNul",
 ]
 
 ROOT_URLCONF = "int21web.urls"

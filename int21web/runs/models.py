@@ -14,6 +14,7 @@ class Goal(models.Model):
     required_approvals = models.PositiveSmallIntegerField(default=1)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(null=True, blank=True, help_text="out of the list, kept for its runs")
 
     def __str__(self):
         return self.name

@@ -33,9 +33,34 @@ def dashboard() -> dict:
             "workers": fleet}
 
 
-def goals() -> list[dict]:
-    rows = m.Goal.objects.select_related("created_by").order_by("-id")
-    return [{"goal": g, "spec": g.spec, "runs": g.runs.count()} for g in rows]
+GOAL_FILTERS = ("q", "workload", "target", "owner", "archived")
+
+
+def goals(*, q: str = "", workload: str = "", target: str = "", owner: str = "", archived: bool = False) -> list[dict]:
+    """Saved goals, newest first: by words of the name (``q``), workload, target and owner's
+    username; archived ones only when asked (then only them)."""
+    from django.db.models import Count
+    rows = m.Goal.objects.select_related("created_by").annotate(run_count=Count("runs")).order_by("-id")
+    rows = rows.filter(archived_at__isnull=not archived)
+    for word in q.split()[:8]:
+        rows = rows.filter(name__icontains=word[:100])
+    if workload:
+        rows = rows.filter(spec__workload=workload)
+    if target:
+        rows = rows.filter(spec__target=target)
+    if owner:
+        rows = rows.filter(created_by__username=owner)
+    return [{"goal": g, "spec": g.spec, "runs": g.run_count} for g in rows[:500]]
+
+
+def goal_filters(data) -> dict:
+    """The goal list's filters from a query string: text only, cut to length, NUL refused."""
+    out = {}
+    for key in GOAL_FILTERS:
+        value = str(data.get(key, "")).replace("\x00", "").strip()[:200]
+        out[key] = value
+    out["archived"] = out["archived"] in ("1", "on", "true", "yes")
+    return out
 
 
 def goal_page(row: m.Goal) -> dict:

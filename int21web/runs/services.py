@@ -145,7 +145,10 @@ def run_dispatch(*, run_id: int) -> None:
 
 
 def run_launch(*, goal_row: m.Goal, started_by=None, overrides: dict | None = None) -> int:
-    """Start a run of a saved goal and queue its driver: what the web app's "Start" does."""
+    """Start a run of a saved goal and queue its driver: what the web app's "Start" does.
+    An archived goal is a GoalError (restore it first)."""
+    if goal_row.archived_at is not None:
+        raise GoalError("goal", f"“{goal_row.name}” is archived: restore it to start a run")
     goal = goal_from({**goal_row.spec, **(overrides or {})})
     with transaction.atomic():
         run_id = run_start(goal=goal, started_by=started_by, goal_row=goal_row)
@@ -229,6 +232,22 @@ def goal_save(*, name: str, goal: Goal, owner=None, required_approvals: int = 1,
     row.name, row.spec, row.required_approvals = name, goal.to_json(), required_approvals
     row.save(update_fields=["name", "spec", "required_approvals"])
     return row
+
+
+def goal_archive(*, goal_row: m.Goal, archived: bool = True) -> m.Goal:
+    """Take a goal out of the list (or put it back); its runs keep it."""
+    goal_row.archived_at = timezone.now() if archived else None
+    goal_row.save(update_fields=["archived_at"])
+    return goal_row
+
+
+def goal_delete(*, goal_row: m.Goal) -> None:
+    """Delete a goal no run refers to; ValueError otherwise (archive it instead)."""
+    n = goal_row.runs.count()
+    if n:
+        raise ValueError(f"“{goal_row.name}” has {n} run{'s' if n != 1 else ''}: archive it instead, "
+                         "so its runs keep their goal")
+    goal_row.delete()
 
 
 def goal_clone(*, goal_row: m.Goal, owner=None) -> m.Goal:

@@ -21,7 +21,37 @@ def dashboard(request):
 
 @role_required("viewer")
 def goal_list(request):
-    return render(request, "runs/goal_list.html", {"goals": selectors.goals()})
+    from django.contrib.auth import get_user_model
+
+    from kernels import targets, workloads
+    filters = selectors.goal_filters(request.GET)
+    owners = get_user_model().objects.filter(goal__isnull=False).distinct().order_by("username")
+    return render(request, "runs/goal_list.html", {
+        "goals": selectors.goals(**filters), "filters": filters, "workloads": workloads.names(),
+        "targets": targets.names(), "owners": owners.values_list("username", flat=True)})
+
+
+@require_POST
+@role_required("engineer", "archiving a goal")
+def goal_archive(request, goal_id):
+    row = get_object_or_404(m.Goal, pk=goal_id)
+    restore = request.POST.get("restore") == "1"
+    services.goal_archive(goal_row=row, archived=not restore)
+    messages.success(request, f"Goal “{row.name}” {'restored' if restore else 'archived'}.")
+    return redirect("goal", goal_id=row.id)
+
+
+@require_POST
+@role_required("engineer", "deleting a goal")
+def goal_delete(request, goal_id):
+    row = get_object_or_404(m.Goal, pk=goal_id)
+    try:
+        services.goal_delete(goal_row=row)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("goal", goal_id=row.id)
+    messages.success(request, f"Goal “{row.name}” deleted.")
+    return redirect("goals")
 
 
 @role_required("viewer")

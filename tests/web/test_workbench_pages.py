@@ -25,3 +25,11 @@ def test_the_constraint_hint_uses_the_workloads_own_names(as_role, workload, exa
     hint = html.split('id="constraint-hint">')[1].split("</p>")[0]
     assert f"<code>{example}</code>" in hint
     assert workload != "matmul" or "cols" not in hint
+
+
+def test_a_workload_page_states_its_dimension_order_example_shapes_and_this_hosts_limit(client):
+    html = client.get("/workloads/matmul/").content.decode()
+    fmt = html.split('id="shape-format">')[1].split("</p>")[0]
+    assert "<code>m×n×k</code>" in fmt and "<code>m</code>, <code>n</code>, <code>k</code>" in fmt
+    assert "e.g. <code>" in fmt and "GiB of memory" in fmt
+    assert "typical: <code>" in html.split('id="example-shapes">')[1]

@@ -42,6 +42,10 @@ class Run(models.Model):
     # The driver's lease: one process drives a run at a time (services.run_drive).
     lease_holder = models.CharField(max_length=200, blank=True, help_text="host:pid:token of the driver")
     lease_until = models.DateTimeField(null=True, blank=True)
+    # Drivers that died holding the lease (never released it) during the same generation, in a
+    # row: a crash that kills its process would otherwise be resumed into again at every restart.
+    driver_deaths = models.PositiveSmallIntegerField(default=0)
+    driver_death_generation = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

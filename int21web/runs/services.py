@@ -9,6 +9,7 @@ import socket
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -67,6 +68,9 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
         lease = Lease(run_id)
         if not lease.acquire():
             return eng.store.load_run(run_id)     # driven elsewhere, or not running
+        if lease.took_over and _driver_died(run_id):
+            lease.release()
+            return eng.store.load_run(run_id)
         handover = False
         try:
             with lease.kept():
@@ -98,6 +102,21 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
             return eng.store.load_run(run_id)
         # Running again after we saw it stop (a quick pause + resume): its own driver may have
         # found our lease and left, so carry on rather than leave the run undriven.
+
+
+def _driver_died(run_id: int) -> bool:
+    """Count a driver that died holding the run's lease; at the INT21_DRIVE_MAX_DEATHS-th in a row
+    during one generation the run ends failed (the same crash would follow every restart).
+    True when it did."""
+    run = m.Run.objects.get(pk=run_id)
+    deaths = run.driver_deaths + 1 if run.driver_death_generation == run.generation else 1
+    m.Run.objects.filter(pk=run_id).update(driver_deaths=deaths, driver_death_generation=run.generation)
+    log.warning("run %s: its driver died holding the lease (%d in a row during generation %d)", run_id, deaths,
+                run.generation)
+    if deaths < settings.INT21_DRIVE_MAX_DEATHS:
+        return False
+    return run_fail(run_id=run_id, reason=f"its driver died {deaths} times in a row during generation "
+                                          f"{run.generation} (see the server log); not resumed again")
 
 
 def run_fail(*, run_id: int, reason: str) -> bool:

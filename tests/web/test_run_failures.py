@@ -152,3 +152,34 @@ def test_a_viewer_is_not_offered_what_only_an_engineer_may_do(users, as_role):
     engineer = as_role("engineer")
     assert "New goal" in engineer.get("/goals/").content.decode()
     assert ">Clone<" in engineer.get(f"/goals/{goal.id}/").content.decode()
+
+
+class Killed(BaseException):
+    """A crash that takes the driver's process with it (nothing of it runs after)."""
+
+
+def test_a_driver_that_keeps_dying_in_the_same_generation_is_not_resumed_a_fourth_time(settings):
+    from int21web.runs.lease import HOST
+    settings.INT21_DRIVE_MAX_DEATHS = 3
+    run_id = start()
+    evaluated = []
+
+    class Dying(FakeExecutor):
+        def evaluate(self, goal, candidates):
+            evaluated.append(len(candidates))
+            raise Killed()
+
+    def crash_leaving_the_lease():   # as kill -9 would: the lease stays with a process that is gone
+        m.Run.objects.filter(pk=run_id).update(lease_holder=f"{HOST}:999999999:ab", lease_until=timezone.now())
+
+    with pytest.raises(Killed):
+        services.run_drive(run_id=run_id, executor=Dying())          # the first driver, killed
+    for _ in range(2):
+        crash_leaving_the_lease()
+        with pytest.raises(Killed):
+            services.run_drive(run_id=run_id, executor=Dying())      # resumed after a restart, killed again
+    crash_leaving_the_lease()
+    record = services.run_drive(run_id=run_id, executor=Dying())
+    run = m.Run.objects.get(pk=run_id)
+    assert record.state == run.state == "failed" and len(evaluated) == 3
+    assert run.finish_reason == "its driver died 3 times in a row during generation 0 (see the server log); not resumed again"

@@ -18,7 +18,7 @@ def dashboard() -> dict:
     from int21web.library.models import KernelVersion
     from int21web.library.selectors import open_proposal_count
     active = m.Run.objects.filter(state__in=["running", "paused"]).select_related("best", "goal").order_by("-id")
-    recent = m.Run.objects.filter(state="finished").select_related("best", "goal").order_by("-updated_at")[:8]
+    recent = m.Run.objects.filter(state__in=m.Run.ENDED).select_related("best", "goal").order_by("-updated_at")[:8]
     from int21web.fleet.selectors import live_worker_for
     from kernels import targets
     fleet = [w for w in workers() if w["status"] != "stopped"][:12]

@@ -51,6 +51,8 @@ def test_a_driver_that_raises_ends_the_run_failed_with_its_reason_and_the_traceb
     api = client.get(f"/api/runs/{run_id}")
     assert api.json()["state"] == "failed" and "Traceback" not in api.content.decode()
     assert [r["id"] for r in client.get("/api/runs?state=failed").json()] == [run_id]
+    recent = client.get("/").content.decode().split("Recently ended")[1]
+    assert f"#{run_id}<" in recent and 'class="badge failed">failed<' in recent
 
     # a restart does not drive it into the same crash again
     assert services.run_recover(grace_seconds=0) == []

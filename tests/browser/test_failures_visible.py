@@ -97,6 +97,9 @@ def test_a_failing_driver_ends_its_run_failed_and_a_later_run_is_still_evaluated
     assert page.locator("#candidates tbody tr").count() == 2
     assert not page.locator("#candidates tbody tr[data-status='in flight']").count()
     assert "one measurement" in page.locator("#run-spread").inner_text()
+    _, events = api(page, server, "GET", f"/api/runs/{later['id']}/events")
+    subjects = {e["data"]["subject"] for e in events if e["kind"] == "lesson_recorded"}
+    assert page.locator("#lessons li").count() == len(subjects)          # each lesson once
 
     # a finished run: only what applies is shown, and what is forced anyway is refused where it was clicked
     for button in ("#pause-run", "#resume-run", "#stop-run", "#guidance-form"):

@@ -205,3 +205,13 @@ def test_a_run_that_tried_every_point_says_the_space_is_used_up_not_that_it_stag
     run = eng.run(rid)
     assert run.finish_reason == "the design space is used up: every legal point was tried"
     assert len(eng.store.candidates(rid)) == 6
+
+
+def test_a_lesson_learnt_again_on_the_same_subject_carries_that_subject_so_pages_list_it_once():
+    eng, sink = engine()
+    rid = eng.start(goal())
+    eng.run(rid)   # 5 generations: lessons at the 5th and again at the end, after confirmation
+    lessons = [e.data for _, e in sink.events if e.kind == "lesson_recorded"]
+    subjects = [d["subject"] for d in lessons]
+    assert all(subjects) and len(set(subjects)) < len(subjects)    # re-learnt subjects, said so
+    assert len(eng.knowledge.lessons) == len(set(subjects))         # the store keeps one per subject too

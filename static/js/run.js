@@ -29,7 +29,11 @@
     document.querySelectorAll("#run [data-when]").forEach(function (el) {
       el.hidden = el.dataset.when.split(" ").indexOf(state) < 0;
     });
-    if (ENDED[state]) text("live-status", "ended");
+    if (ENDED[state]) {   // nothing more will apply: no live link, no message about a form that is gone
+      text("live-status", "ended");
+      var result = document.getElementById("guidance-result");
+      if (result) result.textContent = "";
+    }
   }
   // Best so far against each baseline, in evaluation order, from each candidate's current
   // speedups: its first measurement, replaced by the medians once it is confirmed (the header's

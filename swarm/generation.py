@@ -30,6 +30,7 @@ from swarm.llm.session import LLMSession, open_session
 from swarm.selection import elites
 from swarm.selection.bandit import AgentStats, allocate
 from swarm.space import goal_space
+from swarm.stopping import stop_reason
 from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
 
 
@@ -147,7 +148,7 @@ class Engine:
         history = self.store.candidates(run_id)
         evaluated = [c for c in history if c.result is not None]
         ctx = self._context(run, wl, tpl, shapes, steering, base_space, history, evaluated)
-        stop = self._stop_reason(run, evaluated, steering, ctx)
+        stop = stop_reason(run, evaluated, steering, ctx)
         if stop:
             return self._finish(run, evaluated, stop)
         gen = self._plan(run, ctx, steering, evaluated)
@@ -342,24 +343,6 @@ class Engine:
         pending = [c for c in history if c.result is None]
         if pending:
             self._evaluate(run, pending, [c for c in history if c.result is not None])
-
-    def _stop_reason(self, run: RunRecord, evaluated: list[Candidate], steering: Steering, ctx) -> str | None:
-        b = run.goal.budget
-        best = max((c.score for c in evaluated if c.result.ok), default=0.0)
-        target = steering.target_speedup or b.target_speedup
-        if steering.stop:
-            return "stopped by guidance"
-        if len(evaluated) >= b.evaluations:
-            return f"evaluation budget of {b.evaluations} spent"
-        if b.wall_seconds is not None and run.active_seconds >= b.wall_seconds:
-            return f"wall-clock budget of {b.wall_seconds:g} s spent"
-        if target and best >= target:
-            return f"target speedup {target:g}x reached ({best:.2f}x)"
-        if ctx.used_up():   # before stagnation: nothing new to try is why it stopped improving
-            return "the design space is used up: every legal point was tried"
-        if b.stagnation_generations and run.stagnant >= b.stagnation_generations:
-            return f"no improvement in {run.stagnant} generations"
-        return None
 
     def _finish(self, run: RunRecord, evaluated: list[Candidate], reason: str) -> None:
         evaluated, confirmations = self._confirm(run, evaluated)

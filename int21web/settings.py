@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "int21web.api.middleware.JsonApiErrors",
+    "int21web.middleware.RefuseNul",
 ]
 
 ROOT_URLCONF = "int21web.urls"
@@ -67,6 +69,7 @@ TEMPLATES = [{
         "django.template.context_processors.request",
         "django.contrib.auth.context_processors.auth",
         "django.contrib.messages.context_processors.messages",
+        "int21web.accounts.context.roles",
     ]},
 }]
 
@@ -213,9 +216,12 @@ INT21_EVAL_STALE_SECONDS = env_float("INT21_EVAL_STALE", 30.0)           # then 
 INT21_REMEASURE_TIMEOUT_SECONDS = env_float("INT21_REMEASURE_TIMEOUT", 300.0)  # a confirming round waits this long
 INT21_DRIVE_LEASE_SECONDS = env_float("INT21_DRIVE_LEASE", 60.0)         # a dead driver's run is free after
 INT21_DRIVE_SLICE_SECONDS = env_float("INT21_DRIVE_SLICE", 600.0)        # a drive_run hands over after
+INT21_DRIVE_MAX_DEATHS = env_int("INT21_DRIVE_MAX_DEATHS", 3)            # drivers dead in one generation: failed
 INT21_RECOVER_SECONDS = env_float("INT21_RECOVER_EVERY", 30.0)           # orchestrate workers look for undriven runs
 INT21_WORKER_HEARTBEAT_SECONDS = env_float("INT21_WORKER_HEARTBEAT", 15.0)
 INT21_WORKER_STALE_SECONDS = env_float("INT21_WORKER_STALE", 60.0)
+# Embedded mode: how often a stopped embedded worker is noticed and started again.
+INT21_EMBEDDED_CHECK_SECONDS = env_float("INT21_EMBEDDED_CHECK", 2.0)
 if not INT21_EVAL_HEARTBEAT_SECONDS < INT21_EVAL_STALE_SECONDS:
     raise ImproperlyConfigured("INT21_EVAL_HEARTBEAT must be shorter than INT21_EVAL_STALE")
 if not INT21_DRIVE_SLICE_SECONDS < CELERY_TASK_SOFT_TIME_LIMIT:

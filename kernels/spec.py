@@ -531,6 +531,8 @@ class Workload:
             "args": [{"name": a.name, "kind": a.kind} for a in self.args],
             "tolerance": self.tolerance.describe(),
             "distributions": list(self.distributions),
+            # a shape is written as its dims in this order, joined by "x" (shape_from_text)
+            "dims": list(self.shape_dims),
             "shapes": {k: [s.label() for s in getattr(self.shapes, k)]
                        for k in ("typical", "awkward", "minimal", "held_out")},
             "targets": {

@@ -15,14 +15,17 @@ EVENT_FIELDS: dict[str, tuple[set[str], set[str]]] = {
     "run_paused": ({"reason"}, set()),
     "run_resumed": ({"reason"}, set()),
     "run_finished": ({"reason", "evaluations"}, {"best", "confirmations"}),
+    # the driver raised (a bug, not a bad candidate): the run ends; the traceback is in the log
+    "run_failed": ({"reason"}, set()),
     "generation_started": ({"generation", "allocation"}, set()),
     "generation_finished": ({"generation", "allocation", "summary"}, set()),
     "candidate_proposed": ({"candidate_id", "generation", "agent", "rationale", "params", "parents"}, set()),
     "candidate_evaluated": ({"candidate_id", "generation", "agent", "status", "reason", "score", "speedup",
                              "median_ms", "stages"}, {"cached", "attempt", "retry"}),
     # a run's best few, measured again before it ends: score = median of the measurements
-    "candidate_confirmed": ({"candidate_id", "measurements", "score", "first"}, set()),
-    "lesson_recorded": ({"lesson_id", "kind", "text"}, {"evidence"}),
+    # (speedup: each baseline's median over the measurements)
+    "candidate_confirmed": ({"candidate_id", "measurements", "score", "first"}, {"speedup"}),
+    "lesson_recorded": ({"lesson_id", "kind", "text"}, {"evidence", "subject"}),
     "guidance_applied": ({"guidance_id", "directive", "author"}, {"effect"}),
     "new_best": ({"candidate_id", "score", "speedup", "params", "evaluations"}, {"median_ms"}),
     "agent_note": ({"agent", "text"}, set()),

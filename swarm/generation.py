@@ -23,12 +23,14 @@ from swarm.agents.base import Context
 from swarm.events import make_event
 from swarm.goals import GoalError, check_goal  # noqa: F401  (GoalError: callers import it from here too)
 from swarm.guidance import Steering, validate
+from swarm.knowledge import subject
 from swarm.knowledge.distil import distil, ranked
 from swarm.knowledge.variants import promote, template_for
 from swarm.llm.session import LLMSession, open_session
 from swarm.selection import elites
 from swarm.selection.bandit import AgentStats, allocate
 from swarm.space import goal_space
+from swarm.stopping import stop_reason
 from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
 
 
@@ -36,7 +38,7 @@ from swarm.types import Candidate, CandidateDraft, Goal, Result, candidate_key
 class RunRecord:
     id: int
     goal: Goal
-    state: str = "created"          # created | running | paused | finished
+    state: str = "created"          # created | running | paused | finished | failed
     generation: int = 0             # generations completed
     agent_stats: dict = field(default_factory=dict)
     best_id: int | None = None
@@ -67,7 +69,8 @@ class RunStore(Protocol):
     def remember_result(self, cache_key: str, result: Result) -> None: ...
     def save_generation(self, run_id: int, index: int, allocation: dict, summary: dict) -> None: ...
     def guidance_after(self, run_id: int, after_id: int) -> list[tuple[int, dict, str]]: ...
-    def record_confirmation(self, candidate_id: int, measurements: list[float]) -> Result: ...
+    def record_confirmation(self, candidate_id: int, measurements: list[float],
+                            speedups: list[dict] | None = None) -> Result: ...   # Result.confirmed
 
 
 class Executor(Protocol):
@@ -144,11 +147,11 @@ class Engine:
         steering = self._steering(run, base_space)
         history = self.store.candidates(run_id)
         evaluated = [c for c in history if c.result is not None]
-        stop = self._stop_reason(run, evaluated, steering)
+        ctx = self._context(run, wl, tpl, shapes, steering, base_space, history, evaluated)
+        stop = stop_reason(run, evaluated, steering, ctx)
         if stop:
             return self._finish(run, evaluated, stop)
-        gen = self._plan(run, self._context(run, wl, tpl, shapes, steering, base_space, history, evaluated),
-                         steering, evaluated)
+        gen = self._plan(run, ctx, steering, evaluated)
         cands = self._admit(gen, self._proposals(run_id, gen.ctx, gen.agents, gen.ordered, gen.slots))
         self._evaluate(run, cands, evaluated)
         history = self.store.candidates(run_id)
@@ -341,22 +344,6 @@ class Engine:
         if pending:
             self._evaluate(run, pending, [c for c in history if c.result is not None])
 
-    def _stop_reason(self, run: RunRecord, evaluated: list[Candidate], steering: Steering) -> str | None:
-        b = run.goal.budget
-        best = max((c.score for c in evaluated if c.result.ok), default=0.0)
-        target = steering.target_speedup or b.target_speedup
-        if steering.stop:
-            return "stopped by guidance"
-        if len(evaluated) >= b.evaluations:
-            return f"evaluation budget of {b.evaluations} spent"
-        if b.wall_seconds is not None and run.active_seconds >= b.wall_seconds:
-            return f"wall-clock budget of {b.wall_seconds:g} s spent"
-        if target and best >= target:
-            return f"target speedup {target:g}x reached ({best:.2f}x)"
-        if b.stagnation_generations and run.stagnant >= b.stagnation_generations:
-            return f"no improvement in {run.stagnant} generations"
-        return None
-
     def _finish(self, run: RunRecord, evaluated: list[Candidate], reason: str) -> None:
         evaluated, confirmations = self._confirm(run, evaluated)
         self._distil(run, evaluated)
@@ -370,7 +357,8 @@ class Engine:
         self._emit(run.id, "run_finished", reason=reason, evaluations=len(evaluated), confirmations=confirmations,
                    best=None if best is None else {"candidate_id": best.id, "score": best.score,
                                                    "params": best.params, "speedup": best.result.speedup,
-                                                   "median_ms": best.result.median_ms})
+                                                   "median_ms": best.result.median_ms,
+                                                   "measurements": best.result.measurements})
 
     def _confirm(self, run: RunRecord, evaluated: list[Candidate]) -> tuple[list[Candidate], int]:
         """Before a run ends, its best few (``goal.confirm_top``) are measured again in fresh
@@ -390,18 +378,20 @@ class Engine:
             if not todo:
                 break
             scores = {c.id: [c.result.score] for c in todo}
+            speeds = {c.id: [c.result.speedup] for c in todo}
             for rnd in range(1, CONFIRM_EXTRA + 1):
                 for cid, result in remeasure(run.goal, todo, rnd):
                     if cid in scores:
                         # Failing a later measurement scores 0 there: a kernel that is correct
                         # only sometimes is not a best.
                         scores[cid].append(result.score if result.ok else 0.0)
+                        speeds[cid].append(result.speedup if result.ok else {})
                         done += 1
             for c in todo:
-                confirmed = self.store.record_confirmation(c.id, scores[c.id])
+                confirmed = self.store.record_confirmation(c.id, scores[c.id], speeds[c.id])
                 self.store.remember_result(self._cache_key(run.goal, c), confirmed)
                 self._emit(run.id, "candidate_confirmed", candidate_id=c.id, measurements=scores[c.id],
-                           score=confirmed.score, first=scores[c.id][0])
+                           score=confirmed.score, first=scores[c.id][0], speedup=confirmed.speedup)
             evaluated = [c for c in self.store.candidates(run.id) if c.result is not None]
         return evaluated, done
 
@@ -414,9 +404,14 @@ class Engine:
         lessons += promote(evaluated, lessons, self._template(goal, wl), run_id=run.id, shapes=shapes,
                            workload=goal.workload, target=goal.target)
         for lesson in lessons:
-            stored = self.knowledge.record(lesson)
-            self._emit(run.id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
-                       evidence=stored.evidence)
+            self._learn(run.id, lesson)
+
+    def _learn(self, run_id: int, lesson) -> None:
+        """Store a lesson (the store keeps one per subject) and say so, with its subject: the
+        run page shows a lesson re-learnt on the same subject in place of the earlier one."""
+        stored = self.knowledge.record(lesson)
+        self._emit(run_id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
+                   evidence=stored.evidence, subject=json.dumps(subject(stored), default=str))
 
     def _reflect(self, run_id: int, ctx: Context, agents: dict, history: list[Candidate], new: list[Candidate]):
         """Agents with a ``reflect(ctx, new) -> lessons`` hook (the analyst) read the generation."""
@@ -433,9 +428,7 @@ class Engine:
                 self._emit(run_id, "agent_note", agent=name, text=f"reflection failed: {type(exc).__name__}: {exc}")
                 continue
             for lesson in lessons:
-                stored = self.knowledge.record(lesson)
-                self._emit(run_id, "lesson_recorded", lesson_id=stored.id, kind=stored.kind, text=stored.text,
-                           evidence=stored.evidence)
+                self._learn(run_id, lesson)
 
     def _natural(self, target: str, space) -> dict:
         """The target's natural starting values (one thread per core, its widest vectors)."""

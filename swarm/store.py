@@ -58,9 +58,9 @@ class InMemoryStore:
         self.outcomes[candidate_id] = outcome
         return True
 
-    def record_confirmation(self, candidate_id, measurements):
+    def record_confirmation(self, candidate_id, measurements, speedups=None):
         c = self.cands[candidate_id]
-        c.result = c.result.confirmed(measurements)
+        c.result = c.result.confirmed(measurements, speedups)
         return copy.deepcopy(c.result)
 
     def outcome(self, candidate_id):

@@ -94,9 +94,14 @@ class Result:
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def confirmed(self, measurements: list[float]) -> "Result":
-        """This result once re-measured: every measurement kept, scored by their median."""
-        return Result(**{**asdict(self), "measurements": list(measurements),
+    def confirmed(self, measurements: list[float], speedups: list[dict] | None = None) -> "Result":
+        """This result once re-measured: every measurement kept, scored by their median;
+        ``speedups`` (one dict per measurement, the first this result's own): each baseline's
+        speedup becomes its median too, so every page shows the one confirmed number."""
+        speedup = dict(self.speedup)
+        if speedups:
+            speedup = {b: statistics.median(s.get(b, 0.0) for s in speedups) for b in self.speedup}
+        return Result(**{**asdict(self), "measurements": list(measurements), "speedup": speedup,
                          "score": statistics.median(measurements)})
 
     def to_json(self) -> dict:

@@ -58,7 +58,8 @@ def role_required(role: str, action: str = "this page"):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, role):
-                body = render_to_string("403.html", {"role": role, "action": action}, request=request)
+                page = "_403.html" if request.headers.get("HX-Request") else "403.html"   # htmx: where they acted
+                body = render_to_string(page, {"role": role, "action": action}, request=request)
                 return HttpResponseForbidden(body)
             return view(request, *args, **kwargs)
         return wrapper

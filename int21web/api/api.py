@@ -53,4 +53,10 @@ def unknown(request, rest: str):
     raise ApiError(404, f"no API endpoint /api/{rest} (see /api/docs)")
 
 
+@fallback.api_operation(["GET", "POST", "PUT", "PATCH", "DELETE"], "/", auth=None, include_in_schema=False)
+def root(request):
+    """/api/ itself: where the endpoints are listed."""
+    raise ApiError(404, "no API endpoint /api/: the endpoints are listed at /api/docs and /api/openapi.json")
+
+
 api.add_router("", fallback)      # last: its pattern matches every path

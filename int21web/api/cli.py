@@ -13,6 +13,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import ValidationError
 
 from int21web.accounts.roles import RoleError
+from int21web.runs.services import RunStateError
 from int21web.api.errors import ApiError, loc_field, split_field, strict_json
 from swarm.goals import GoalError
 from swarm.guidance import GuidanceError
@@ -62,6 +63,8 @@ def failure(exc: Exception) -> CommandError:
         text = str(exc)                  # "<field>: <message>"
     elif isinstance(exc, SpaceError):
         text = f"space.{exc}"
+    elif isinstance(exc, RunStateError):
+        text = f"{exc.field}: {exc}"
     elif isinstance(exc, GuidanceError):
         text = str(exc) if split_field(str(exc))[0] else f"op: {exc}"
     else:          # RoleError, the library's ValueErrors: sentences meant for the user

@@ -14,6 +14,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from int21web.accounts.roles import RoleError
+from int21web.runs.services import RunStateError
 from swarm.goals import GoalError
 from swarm.guidance import GuidanceError
 from swarm.space import SpaceError
@@ -156,6 +157,10 @@ def install(api) -> None:
     @api.exception_handler(ObjectDoesNotExist)
     def _missing(request, exc):
         return respond(request, 404, {"error": str(exc) or "not found"})
+
+    @api.exception_handler(RunStateError)
+    def _state(request, exc: RunStateError):
+        return respond(request, 409, {"error": str(exc), "field": exc.field})
 
     @api.exception_handler(GoalError)
     def _goal(request, exc: GoalError):

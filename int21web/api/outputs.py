@@ -31,6 +31,7 @@ class GoalOut(Out):
     created_at: Optional[str]
     spec: dict[str, Any]
     runs: list[int]
+    archived_at: Optional[str] = None
 
 
 class SpaceOut(Out):

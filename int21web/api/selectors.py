@@ -24,16 +24,16 @@ def _at(t) -> str | None:
 def goal_json(g: m.Goal) -> dict:
     return {"id": g.id, "name": g.name, "required_approvals": g.required_approvals,
             "created_by": _user(g.created_by), "created_at": _at(g.created_at), "spec": g.spec,
-            "runs": list(g.runs.order_by("-id").values_list("id", flat=True)[:50])}
+            "runs": list(g.runs.order_by("-id").values_list("id", flat=True)[:50]),
+            "archived_at": _at(g.archived_at)}
 
 
-def goals(*, workload: str | None = None, target: str | None = None) -> list[dict]:
-    rows = m.Goal.objects.select_related("created_by").order_by("-id")
-    if workload:
-        rows = rows.filter(spec__workload=workload)
-    if target:
-        rows = rows.filter(spec__target=target)
-    return [goal_json(g) for g in rows]
+def goals(*, workload: str | None = None, target: str | None = None, q: str = "", owner: str = "",
+          archived: bool = False) -> list[dict]:
+    """The goal list's own filters (``runs.selectors.goals``), as the API's JSON."""
+    from int21web.runs.selectors import goals as goal_rows
+    return [goal_json(r["goal"]) for r in goal_rows(q=q, workload=workload or "", target=target or "",
+                                                     owner=owner, archived=archived)]
 
 
 def candidate_summary(c: m.Candidate) -> dict:

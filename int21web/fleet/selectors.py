@@ -48,6 +48,11 @@ class Availability:
 
 def live_worker_for(target: str) -> Availability:
     if settings.CELERY_EMBEDDED:
+        from int21web.runs.embedded import current
+        sup = current()
+        why = sup.down(f"target.{target}") if sup is not None else None
+        if why:
+            return Availability(False, f"{why}; evaluations wait in the queue until it serves again")
         if target == "cuda":
             from kernels import targets
             ok, why = targets.get("cuda").can_run()

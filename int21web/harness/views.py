@@ -23,4 +23,5 @@ def workload_detail(request, name):
         wl = workloads.get(name)
     except SpecError:
         raise Http404(f"No workload named {name!r}")
-    return render(request, "harness/workload.html", {"w": wl.describe()})
+    from kernels.limits import largest_note
+    return render(request, "harness/workload.html", {"w": wl.describe(), "limit": largest_note(wl)})

@@ -12,20 +12,29 @@ SCORE_TOLERANCE = 0.25
 
 
 def goal_met(result: dict, *, candidate_id: int, spec: dict) -> tuple[bool, str]:
-    """Does a result ({status, speedup}) meet the goal of its run (``spec``)? Status ok, and
-    faster than the strongest baseline measured alongside it (speedup > 1), or at least the
-    goal's target speedup. The sentence says why, naming candidate #``candidate_id``."""
+    """Does a result ({status, speedup[, score, measurements]}) meet the goal of its run
+    (``spec``)? Status ok, and faster than the strongest baseline measured alongside it
+    (speedup > 1), or at least the goal's target speedup; a confirmed result is judged by its
+    score (the median of its measurements), not its first. The sentence says why, naming
+    candidate #``candidate_id``."""
     if result["status"] != "ok":
         return False, f"candidate #{candidate_id} is {result['status'] or 'not evaluated yet'}, not ok"
     speed = result["speedup"]
     if not speed:
         return False, f"candidate #{candidate_id} was not timed against any baseline"
     name, worst = min(speed.items(), key=lambda kv: kv[1])
+    measured = result.get("measurements") or []
+    held = ""
+    if len(measured) > 1 and spec.get("metric", "speedup") == "speedup":
+        # confirmed: its score, the median of its measurements, is the one number that counts
+        worst = result["score"]
+        held = f", the median of {len(measured)} measurements ({min(measured):.2f}–{max(measured):.2f}x)"
     target = (spec.get("budget") or {}).get("target_speedup")
     if worst > 1.0 or (target is not None and worst >= target):
-        return True, f"{worst:.2f}x {name} (the strongest baseline)"
+        return True, f"{worst:.2f}x {name} (the strongest baseline{held})"
     need = "more than 1x" + (f" or the goal's target {target:g}x" if target is not None else "")
-    return False, f"candidate #{candidate_id} runs at {worst:.2f}x {name} (the strongest baseline); it needs {need}"
+    return False, (f"candidate #{candidate_id} runs at {worst:.2f}x {name} (the strongest baseline{held}); "
+                   f"it needs {need}")
 
 
 def differs(old: dict, new: dict, meets_goal: tuple[bool, str] = (True, "")) -> str | None:

@@ -18,16 +18,30 @@ from kernels import workloads
 
 def current_result(candidate: rm.Candidate) -> dict:
     """The candidate's latest judged result: the newest finished Evaluation (status, score,
-    speedup), else the result the run recorded (a cached outcome has no Evaluation row)."""
+    speedup), else the result the run recorded (a cached outcome has no Evaluation row). A run's
+    confirmation (Remeasurement rounds, scored by the median) counts as newer than the
+    evaluations it followed; a later re-check (the gate's) is newer than it."""
     ev = (rm.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False)
           .order_by("-finished_at", "-attempt").first())
+    res = candidate.result or {}
+    if len(res.get("measurements") or []) > 1 and ev is not None and _confirmed_last(candidate, ev):
+        # confirmed after its newest evaluation: the confirmed result (median) is the current one
+        return {"evaluation": ev, "status": res.get("status", candidate.status), "score": res.get("score", 0.0),
+                "speedup": res.get("speedup") or {}, "measurements": res["measurements"], "outcome": ev.outcome}
     if ev is not None and ev.outcome:
         res = ev.outcome.get("result") or {}
         return {"evaluation": ev, "status": ev.status or res.get("status", ""), "score": res.get("score", 0.0),
                 "speedup": res.get("speedup") or ev.outcome.get("speedup") or {}, "outcome": ev.outcome}
-    res = candidate.result or {}
     return {"evaluation": None, "status": res.get("status", candidate.status), "score": res.get("score", 0.0),
-            "speedup": res.get("speedup") or {}, "outcome": None}
+            "speedup": res.get("speedup") or {}, "measurements": res.get("measurements") or [], "outcome": None}
+
+
+def _confirmed_last(candidate: rm.Candidate, ev: rm.Evaluation) -> bool:
+    rounds = rm.Remeasurement.objects.filter(candidate=candidate, finished_at__isnull=False)
+    if rounds.exists():
+        return rounds.filter(finished_at__gte=ev.finished_at).exists()
+    # measured again in the run's own process (no rounds stored): newer unless re-checked since
+    return rm.Evaluation.objects.filter(candidate=candidate, finished_at__isnull=False).count() == 1
 
 
 def goal_check(candidate: rm.Candidate, result: dict | None = None) -> tuple[bool, str]:

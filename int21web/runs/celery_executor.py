@@ -75,6 +75,8 @@ class CeleryExecutor:
                 return
             if time.monotonic() >= next_check:
                 next_check = time.monotonic() + self.check_seconds
+                if ended(run_id):
+                    return   # stopped (or failed) while it waited: the rest are never needed
                 for cid, why in self._requeue_stale(waiting, attempts, stale_after):
                     if attempts[cid] > self.max_attempts:
                         waiting.discard(cid)
@@ -129,7 +131,7 @@ class CeleryExecutor:
                 yield row.candidate_id, result_from(row.result)
             if not waiting:
                 return
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or ended(candidates[0].run_id):
                 log.warning("re-measurement round %s: no answer for candidates %s in %g s; going on without",
                             round, sorted(waiting), settings.INT21_REMEASURE_TIMEOUT_SECONDS)
                 return
@@ -181,6 +183,10 @@ class CeleryExecutor:
                    f"(no heartbeat for {stale_after.total_seconds():g} s)")
             log.warning("candidate %s: %s; queued attempt %s", ev.candidate_id, why, ev.attempt + 1)
             yield ev.candidate_id, why
+
+
+def ended(run_id: int) -> bool:
+    return m.Run.objects.filter(pk=run_id, state__in=m.Run.ENDED).exists()
 
 
 def queue_size(queue: str) -> int | None:

@@ -199,7 +199,19 @@ def editor_rows(workload: str, target: str, space: dict | None) -> dict:
         if isinstance(p.get("choices"), (list, tuple)):
             p["choices"] = ", ".join(map(str, p["choices"]))
     return {"params": params, "constraints": constraints, "template": tpl.space.to_json(), "dims": dims,
-            "kinds": ["int", "choice", "bool", "variant"]}
+            "kinds": ["int", "choice", "bool", "variant"], "example": _example_constraint(dims, tpl.space.params)}
+
+
+def _example_constraint(dims: list, params) -> str:
+    """A constraint in this workload's own names: its innermost dim in whole steps of a numeric
+    param (the vector width where it has one)."""
+    numeric = [p.name for p in params if p.kind == "int"
+               or (p.kind == "choice" and all(isinstance(v, int) and not isinstance(v, bool) for v in p.choices))]
+    tiles = [n for n in numeric if n != "THREADS"] or numeric
+    name = "VEC" if "VEC" in numeric else (tiles[0] if tiles else "")
+    if not dims or not name:
+        return ""
+    return f"{dims[-1]} % {name} == 0"
 
 
 # --------------------------------------------------------------------------- guidance

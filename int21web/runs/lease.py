@@ -44,17 +44,21 @@ class Lease:
         self.ttl = timedelta(seconds=ttl_seconds or settings.INT21_DRIVE_LEASE_SECONDS)
         self.holder = f"{HOST}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lost = threading.Event()
+        self.took_over = False     # the lease was taken from a driver that died holding it
 
     def acquire(self) -> bool:
         """Take the lease of a running run if it is free, expired, or held by a dead process here."""
+        before = m.Run.objects.filter(pk=self.run_id).values_list("lease_holder", flat=True).first() or ""
         free = Q(lease_until__isnull=True) | Q(lease_until__lt=Now()) | Q(lease_holder=self.holder)
         if self._take(free):
+            self.took_over = bool(before) and before != self.holder
             return True
         held = m.Run.objects.filter(pk=self.run_id, state="running").values_list("lease_holder", flat=True).first()
         host, _, rest = (held or "").partition(":")
         pid = rest.partition(":")[0]
         if host == HOST and pid.isdigit() and not pid_alive(int(pid)):
-            return self._take(Q(lease_holder=held))
+            self.took_over = self._take(Q(lease_holder=held))
+            return self.took_over
         return False
 
     def _take(self, condition: Q) -> bool:

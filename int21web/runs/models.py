@@ -1,5 +1,7 @@
 """What the swarm stores. The swarm engine reads and writes these only through
 ``int21web.runs.store`` (its RunStore/KnowledgeStore/EventSink adapters)."""
+import json
+
 from django.conf import settings
 from django.db import models
 
@@ -12,13 +14,15 @@ class Goal(models.Model):
     required_approvals = models.PositiveSmallIntegerField(default=1)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(null=True, blank=True, help_text="out of the list, kept for its runs")
 
     def __str__(self):
         return self.name
 
 
 class Run(models.Model):
-    STATES = [(s, s) for s in ("created", "running", "paused", "finished")]
+    STATES = [(s, s) for s in ("created", "running", "paused", "finished", "failed")]
+    ENDED = ("finished", "failed")      # no driver, guidance, pause or resume applies any more
 
     goal = models.ForeignKey(Goal, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     spec = models.JSONField(help_text="the goal as it was when the run started")
@@ -38,6 +42,10 @@ class Run(models.Model):
     # The driver's lease: one process drives a run at a time (services.run_drive).
     lease_holder = models.CharField(max_length=200, blank=True, help_text="host:pid:token of the driver")
     lease_until = models.DateTimeField(null=True, blank=True)
+    # Drivers that died holding the lease (never released it) during the same generation, in a
+    # row: a crash that kills its process would otherwise be resumed into again at every restart.
+    driver_deaths = models.PositiveSmallIntegerField(default=0)
+    driver_death_generation = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -82,6 +90,15 @@ class Candidate(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "key"], name="candidate_once_per_run")]
         ordering = ["run", "id"]
+
+    @property
+    def speed(self) -> dict:
+        """The one speed number every page shows (templates/runs/_speed.html): the score (once
+        confirmed, the median of its measurements) with the spread, or marked as one measurement."""
+        measured = [x for x in (self.result or {}).get("measurements") or [] if x is not None]
+        if len(measured) < 2:
+            return {"score": self.score, "n": 1, "single": True}
+        return {"score": self.score, "n": len(measured), "low": min(measured), "high": max(measured), "single": False}
 
 
 class Evaluation(models.Model):
@@ -160,6 +177,11 @@ class Guidance(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+    @property
+    def text(self) -> str:
+        """The directive as the run page shows it, live (run.js: JSON.stringify) and after reload."""
+        return json.dumps(self.directive, separators=(",", ":"), ensure_ascii=False)
 
 
 class Event(models.Model):

@@ -18,20 +18,49 @@ def dashboard() -> dict:
     from int21web.library.models import KernelVersion
     from int21web.library.selectors import open_proposal_count
     active = m.Run.objects.filter(state__in=["running", "paused"]).select_related("best", "goal").order_by("-id")
-    recent = m.Run.objects.filter(state="finished").select_related("best", "goal").order_by("-updated_at")[:8]
+    recent = m.Run.objects.filter(state__in=m.Run.ENDED).select_related("best", "goal").order_by("-updated_at")[:8]
+    from int21web.fleet.selectors import live_worker_for
+    from kernels import targets
     fleet = [w for w in workers() if w["status"] != "stopped"][:12]
+    # per target, the Workers page's own verdict (live_worker_for), so the two pages agree
+    serving = [(t, live_worker_for(t)) for t in targets.names()]
     if settings.CELERY_EMBEDDED and not fleet:
-        fleet = [{"name": "embedded workers (this web process)", "targets": ["cpu", "cuda"], "status": "live",
-                  "queues": ["target.cpu", "target.cuda", "orchestrate"]}]
-    return {"active": [run_progress(r) for r in active], "recent": [run_progress(r) for r in recent],
+        fleet = [{"name": "embedded workers (this web process)", "targets": [t for t, ok in serving if ok],
+                  "status": "live", "queues": [f"target.{t}" for t in targets.names()] + ["orchestrate"]}]
+    return {"targets": serving, "active": [run_progress(r) for r in active], "recent": [run_progress(r) for r in recent],
             "review_count": open_proposal_count(),
             "promotions": KernelVersion.objects.select_related("promoted_by").order_by("-created_at")[:6],
             "workers": fleet}
 
 
-def goals() -> list[dict]:
-    rows = m.Goal.objects.select_related("created_by").order_by("-id")
-    return [{"goal": g, "spec": g.spec, "runs": g.runs.count()} for g in rows]
+GOAL_FILTERS = ("q", "workload", "target", "owner", "archived")
+
+
+def goals(*, q: str = "", workload: str = "", target: str = "", owner: str = "", archived: bool = False) -> list[dict]:
+    """Saved goals, newest first: by words of the name (``q``), workload, target and owner's
+    username; archived ones only when asked (then only them)."""
+    from django.db.models import Count
+    rows = m.Goal.objects.select_related("created_by").annotate(run_count=Count("runs")).order_by("-id")
+    rows = rows.filter(archived_at__isnull=not archived)
+    for word in q.split()[:8]:
+        rows = rows.filter(name__icontains=word[:100])
+    if workload:
+        rows = rows.filter(spec__workload=workload)
+    if target:
+        rows = rows.filter(spec__target=target)
+    if owner:
+        rows = rows.filter(created_by__username=owner)
+    return [{"goal": g, "spec": g.spec, "runs": g.run_count} for g in rows[:500]]
+
+
+def goal_filters(data) -> dict:
+    """The goal list's filters from a query string: text only, cut to length, NUL refused."""
+    out = {}
+    for key in GOAL_FILTERS:
+        value = str(data.get(key, "")).replace("\x00", "").strip()[:200]
+        out[key] = value
+    out["archived"] = out["archived"] in ("1", "on", "true", "yes")
+    return out
 
 
 def goal_page(row: m.Goal) -> dict:

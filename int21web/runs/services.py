@@ -3,24 +3,38 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import time
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from int21web.runs import models as m
+from int21web.runs.delivery import TimeLimit
 from int21web.runs.store import DjangoEventSink, DjangoKnowledge, DjangoStore, goal_from
 from kernels import targets
 from swarm.judge import judge
 from swarm.generation import Engine
 from swarm.goals import GoalError, check_goal
 from swarm.guidance import validate
+from swarm.events import make_event
 from swarm.types import Goal, Result
+
+log = logging.getLogger(__name__)
+# Faults of the machinery rather than of the run: the driver is queued again, the run goes on.
+_INFRASTRUCTURE = (TimeLimit, OperationalError, InterfaceError)
+
+
+class RunStateError(ValueError):
+    """The run is in a state where the action does not apply (the API answers 409)."""
+
+    field = "state"
 
 
 def fingerprint_key(target: str) -> str:
@@ -54,11 +68,23 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
         lease = Lease(run_id)
         if not lease.acquire():
             return eng.store.load_run(run_id)     # driven elsewhere, or not running
+        if lease.took_over and _driver_died(run_id):
+            lease.release()
+            return eng.store.load_run(run_id)
         handover = False
         try:
             with lease.kept():
                 while not lease.lost.is_set():
-                    record = eng.run(run_id, max_generations=1)
+                    try:
+                        record = eng.run(run_id, max_generations=1)
+                    except _INFRASTRUCTURE:
+                        raise      # the task's time limit, a database gone: the run is driven again
+                    except Exception as exc:
+                        # A bug in the driver (an agent, the distiller, the store): the same crash
+                        # would follow every resume, so the run ends here, saying why.
+                        log.exception("the driver of run %s failed", run_id)
+                        run_fail(run_id=run_id, reason=f"the driver failed: {type(exc).__name__}: {exc}")
+                        return eng.store.load_run(run_id)
                     done += 1
                     if record.state != "running":
                         break
@@ -76,6 +102,33 @@ def run_drive(*, run_id: int, executor=None, also=None, max_generations=None, sl
             return eng.store.load_run(run_id)
         # Running again after we saw it stop (a quick pause + resume): its own driver may have
         # found our lease and left, so carry on rather than leave the run undriven.
+
+
+def _driver_died(run_id: int) -> bool:
+    """Count a driver that died holding the run's lease; at the INT21_DRIVE_MAX_DEATHS-th in a row
+    during one generation the run ends failed (the same crash would follow every restart).
+    True when it did."""
+    run = m.Run.objects.get(pk=run_id)
+    deaths = run.driver_deaths + 1 if run.driver_death_generation == run.generation else 1
+    m.Run.objects.filter(pk=run_id).update(driver_deaths=deaths, driver_death_generation=run.generation)
+    log.warning("run %s: its driver died holding the lease (%d in a row during generation %d)", run_id, deaths,
+                run.generation)
+    if deaths < settings.INT21_DRIVE_MAX_DEATHS:
+        return False
+    return run_fail(run_id=run_id, reason=f"its driver died {deaths} times in a row during generation "
+                                          f"{run.generation} (see the server log); not resumed again")
+
+
+def run_fail(*, run_id: int, reason: str) -> bool:
+    """End a run that cannot go on (its driver raised) as ``failed`` with a one-line reason
+    (no traceback: that is in the server log). False when it had ended already."""
+    reason = reason.splitlines()[0][:300] if reason else "the driver failed"
+    with transaction.atomic():
+        if not m.Run.objects.filter(pk=run_id).exclude(state__in=m.Run.ENDED).update(
+                state="failed", finish_reason=reason, lease_holder="", lease_until=None, updated_at=timezone.now()):
+            return False
+        DjangoEventSink().emit(run_id, make_event("run_failed", reason=reason))
+    return True
 
 
 def run_recover(*, grace_seconds: float = 60.0) -> list[int]:
@@ -111,7 +164,10 @@ def run_dispatch(*, run_id: int) -> None:
 
 
 def run_launch(*, goal_row: m.Goal, started_by=None, overrides: dict | None = None) -> int:
-    """Start a run of a saved goal and queue its driver: what the web app's "Start" does."""
+    """Start a run of a saved goal and queue its driver: what the web app's "Start" does.
+    An archived goal is a GoalError (restore it first)."""
+    if goal_row.archived_at is not None:
+        raise GoalError("goal", f"“{goal_row.name}” is archived: restore it to start a run")
     goal = goal_from({**goal_row.spec, **(overrides or {})})
     with transaction.atomic():
         run_id = run_start(goal=goal, started_by=started_by, goal_row=goal_row)
@@ -120,25 +176,54 @@ def run_launch(*, goal_row: m.Goal, started_by=None, overrides: dict | None = No
 
 
 def run_stop(*, run_id: int, author=None) -> None:
-    """A human stop: recorded as guidance (so it is in the run's history), applied at the next
-    generation; a paused run is finished straight away."""
+    """A human stop, whatever the run's state. Recorded as guidance (so it is in the run's
+    history) and applied at the next generation, its best confirmed as usual; a paused run is
+    resumed to be finished so. A run that nobody drives (its driver died, its worker is gone),
+    or one asked a second time, ends at once: a stop never waits on a generation that may not
+    come. An ended run is left as it is."""
     run = m.Run.objects.get(pk=run_id)
-    if run.state == "finished":
+    if run.state in m.Run.ENDED:
         return
+    asked_before = m.Guidance.objects.filter(run_id=run_id, directive__op="stop").exists()
     guidance_post(run_id=run_id, directive={"op": "stop"}, author=author)
-    if run.state == "paused":
+    if run.state == "paused" and not asked_before:
         run_resume(run_id=run_id, reason="resumed to stop", drive=True)
+        return
+    driven = m.Run.objects.filter(pk=run_id, state="running", lease_until__gt=Now()).exists()
+    if asked_before or not driven:
+        run_end(run_id=run_id, reason=f"stopped by {author.username if author else 'a person'}")
+
+
+def run_end(*, run_id: int, reason: str) -> bool:
+    """Finish a run now, without its closing confirmation (a driver in a generation notices at
+    its next check and leaves). False when it had ended already."""
+    with transaction.atomic():
+        if not m.Run.objects.filter(pk=run_id).exclude(state__in=m.Run.ENDED).update(
+                state="finished", finish_reason=reason[:300], updated_at=timezone.now()):
+            return False
+        done = m.Candidate.objects.filter(run_id=run_id, result__isnull=False).count()
+        DjangoEventSink().emit(run_id, make_event("run_finished", reason=reason[:300], evaluations=done))
+    return True
 
 
 RUN_ACTIONS = ("pause", "resume", "stop")
+# The states each action applies to; any other is a RunStateError (the API's 409).
+ACTION_STATES = {"pause": ("running",), "resume": ("paused",), "stop": ("created", "running", "paused")}
+_DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}
+ACTING = {"pause": "pausing", "resume": "resuming", "stop": "stopping"}
 
 
 def run_control(*, run_id: int, action: str, user) -> None:
-    """Pause, resume or stop a run on behalf of ``user`` (pages, API and websocket alike)."""
+    """Pause, resume or stop a run on behalf of ``user`` (pages, API and websocket alike);
+    RunStateError when the run's state does not allow it."""
     from int21web.accounts.roles import require
     if action not in RUN_ACTIONS:
         raise ValueError(f"action: must be one of {', '.join(RUN_ACTIONS)}")
-    require(user, "engineer", f"{action} a run")
+    require(user, "engineer", f"{ACTING[action]} a run")
+    state = m.Run.objects.filter(pk=run_id).values_list("state", flat=True).first()
+    if state not in ACTION_STATES[action]:
+        raise RunStateError(f"run {run_id} is {state}: only a {' or '.join(ACTION_STATES[action])} run can be "
+                            f"{_DONE[action]}")
     if action == "pause":
         run_pause(run_id=run_id, reason=f"paused by {user.username}")
     elif action == "resume":
@@ -166,6 +251,22 @@ def goal_save(*, name: str, goal: Goal, owner=None, required_approvals: int = 1,
     row.name, row.spec, row.required_approvals = name, goal.to_json(), required_approvals
     row.save(update_fields=["name", "spec", "required_approvals"])
     return row
+
+
+def goal_archive(*, goal_row: m.Goal, archived: bool = True) -> m.Goal:
+    """Take a goal out of the list (or put it back); its runs keep it."""
+    goal_row.archived_at = timezone.now() if archived else None
+    goal_row.save(update_fields=["archived_at"])
+    return goal_row
+
+
+def goal_delete(*, goal_row: m.Goal) -> None:
+    """Delete a goal no run refers to; ValueError otherwise (archive it instead)."""
+    n = goal_row.runs.count()
+    if n:
+        raise ValueError(f"“{goal_row.name}” has {n} run{'s' if n != 1 else ''}: archive it instead, "
+                         "so its runs keep their goal")
+    goal_row.delete()
 
 
 def goal_clone(*, goal_row: m.Goal, owner=None) -> m.Goal:
@@ -200,8 +301,11 @@ def goal_demo_set(*, owner=None) -> list[str]:
 
 
 def guidance_post(*, run_id: int, directive: dict, author=None, author_name: str = "") -> m.Guidance:
-    """Validates against the run's design space and team; takes effect next generation."""
+    """Validates against the run's design space and team; takes effect next generation.
+    RunStateError for a run that has ended (nothing would apply it)."""
     run = m.Run.objects.get(pk=run_id)
+    if run.state in m.Run.ENDED:
+        raise RunStateError(f"run {run_id} is {run.state}: guidance would never apply")
     goal = goal_from(run.spec)
     space = space_of(goal)
     directive = validate(directive, space, goal.team)

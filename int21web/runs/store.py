@@ -91,10 +91,10 @@ class DjangoStore:
                               "finished_at": timezone.now()})
         return bool(done)
 
-    def record_confirmation(self, candidate_id, measurements):
+    def record_confirmation(self, candidate_id, measurements, speedups=None):
         with transaction.atomic():
             row = m.Candidate.objects.select_for_update().get(pk=candidate_id)
-            result = result_from(row.result).confirmed(measurements)
+            result = result_from(row.result).confirmed(measurements, speedups)
             row.result, row.score = result.to_json(), result.score
             row.save(update_fields=["result", "score"])
         return result

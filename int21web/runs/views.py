@@ -1,6 +1,6 @@
 """Pages for goals and runs. Thin: parse → one service or selector call → render."""
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -21,7 +21,37 @@ def dashboard(request):
 
 @role_required("viewer")
 def goal_list(request):
-    return render(request, "runs/goal_list.html", {"goals": selectors.goals()})
+    from django.contrib.auth import get_user_model
+
+    from kernels import targets, workloads
+    filters = selectors.goal_filters(request.GET)
+    owners = get_user_model().objects.filter(goal__isnull=False).distinct().order_by("username")
+    return render(request, "runs/goal_list.html", {
+        "goals": selectors.goals(**filters), "filters": filters, "workloads": workloads.names(),
+        "targets": targets.names(), "owners": owners.values_list("username", flat=True)})
+
+
+@require_POST
+@role_required("engineer", "archiving a goal")
+def goal_archive(request, goal_id):
+    row = get_object_or_404(m.Goal, pk=goal_id)
+    restore = request.POST.get("restore") == "1"
+    services.goal_archive(goal_row=row, archived=not restore)
+    messages.success(request, f"Goal “{row.name}” {'restored' if restore else 'archived'}.")
+    return redirect("goal", goal_id=row.id)
+
+
+@require_POST
+@role_required("engineer", "deleting a goal")
+def goal_delete(request, goal_id):
+    row = get_object_or_404(m.Goal, pk=goal_id)
+    try:
+        services.goal_delete(goal_row=row)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("goal", goal_id=row.id)
+    messages.success(request, f"Goal “{row.name}” deleted.")
+    return redirect("goals")
 
 
 @role_required("viewer")
@@ -83,12 +113,10 @@ def _save(request, row):
 @require_POST
 @role_required("engineer", "checking a goal")
 def goal_validate(request):
-    """Live validation (htmx): a summary, plus an out-of-band message slot per field."""
+    """Live validation (htmx): a summary, and the messages by field as JSON, which the editor's
+    script puts in the slots the page has (and clears the others)."""
     goal, errors, info = forms.validate_goal(request.POST)
-    fields = set(forms.GoalForm.base_fields) | {k for k in request.POST if k.startswith("space-")} | {"space", "goal", "llm"}
-    slots = [(f, errors.get(f, "")) for f in sorted(fields)]
-    return render(request, "runs/_validation.html", {"errors": errors, "info": info, "ok": goal is not None,
-                                                      "slots": slots})
+    return render(request, "runs/_validation.html", {"errors": errors, "info": info, "ok": goal is not None})
 
 
 @role_required("engineer", "editing a goal")
@@ -133,7 +161,7 @@ def run_detail(request, run_id):
     run = get_object_or_404(m.Run.objects.select_related("goal", "started_by"), pk=run_id)
     return render(request, "runs/run_detail.html", {**selectors.run_page(run),
                                                    "can_steer": has_role(request.user, "engineer"),
-                                                   "ops": OPS})
+                                                   "ended": run.state in m.Run.ENDED, "ops": OPS})
 
 
 @require_POST
@@ -142,9 +170,16 @@ def run_control(request, run_id, action):
     run = get_object_or_404(m.Run, pk=run_id)
     if action not in services.RUN_ACTIONS:
         raise Http404("no such action")
-    services.run_control(run_id=run.id, action=action, user=request.user)
-    if request.headers.get("HX-Request"):
-        return HttpResponse(status=204)
+    htmx = bool(request.headers.get("HX-Request"))
+    try:
+        services.run_control(run_id=run.id, action=action, user=request.user)
+    except services.RunStateError as exc:
+        if htmx:
+            return render(request, "runs/_control_result.html", {"error": str(exc)}, status=409)
+        messages.error(request, str(exc))
+        return redirect("run", run_id=run.id)
+    if htmx:
+        return render(request, "runs/_control_result.html", {"action": action, "run": m.Run.objects.get(pk=run.id)})
     return redirect("run", run_id=run.id)
 
 
@@ -155,6 +190,8 @@ def run_guidance(request, run_id):
     try:
         directive = forms.directive_from(request.POST)
         row = services.guidance_post(run_id=run.id, directive=directive, author=request.user)
+    except services.RunStateError as exc:
+        return render(request, "runs/_guidance_result.html", {"error": str(exc)}, status=409)
     except GuidanceError as exc:
         return render(request, "runs/_guidance_result.html", {"error": str(exc)}, status=400)
     return render(request, "runs/_guidance_result.html", {"posted": row})

@@ -1,5 +1,5 @@
-// The goal editor: add/remove design-space rows, and show a failed save's messages next to
-// their fields (live validation fills the same slots through htmx out-of-band swaps).
+// The goal editor: add/remove design-space rows, and show each message next to its field, from
+// a failed save and from the live check (its JSON), clearing the ones that no longer hold.
 (function () {
   "use strict";
   function renumber(table, prefix) {
@@ -46,12 +46,41 @@
       document.getElementById("goal-form").dispatchEvent(new Event("change", {bubbles: true}));
     }
   });
-  var data = document.getElementById("goal-errors");
-  if (data) {
-    var errors = JSON.parse(data.textContent);
+  // Every message goes to its field's slot; slots without a message are cleared (a message
+  // for a field with no slot on the page goes to the goal's own slot, never nowhere).
+  function showErrors(errors) {
+    var unplaced = [];
+    document.querySelectorAll("#goal-form .errorlist[id^=err-]").forEach(function (slot) { slot.textContent = ""; });
     Object.keys(errors).forEach(function (field) {
       var slot = document.getElementById("err-" + field);
-      if (slot) slot.textContent = errors[field];
+      if (slot && field !== "goal") slot.textContent = errors[field]; else unplaced.push(errors[field]);
     });
+    document.getElementById("err-goal").textContent = unplaced.join(" ");
   }
+  function fromScript(id) { var el = document.getElementById(id); return el ? JSON.parse(el.textContent) : null; }
+  var initial = fromScript("goal-errors");
+  if (initial) showErrors(initial);
+  var form = document.getElementById("goal-form"), summary = document.getElementById("validation");
+  document.body.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.target === summary) {
+      var errors = fromScript("validation-errors");
+      if (errors) showErrors(errors);
+    } else if (e.detail.target.id === "space-editor") {
+      // another workload's (or target's) space: check again, with its rows, and drop old messages
+      showErrors({});
+      htmx.trigger("#live-check", "revalidate");
+    }
+  });
+  function failed(e) {
+    if (e.detail.elt.id !== "live-check") return;
+    var status = e.detail.xhr && e.detail.xhr.status;
+    summary.innerHTML = '<span class="error" id="check-failed"></span>';
+    summary.firstChild.textContent = status ? "The check failed on the server (" + status + "): this goal is not known to run; try again."
+                                            : "The check could not reach the server: this goal is not known to run; try again.";
+  }
+  document.body.addEventListener("htmx:responseError", failed);
+  document.body.addEventListener("htmx:sendError", failed);
+  form.querySelectorAll("select[name=workload], select[name=target]").forEach(function (sel) {
+    sel.addEventListener("change", function () { summary.innerHTML = '<span class="muted">Checking…</span>'; });
+  });
 })();

@@ -8,7 +8,7 @@
   var budget = parseInt(root.dataset.budget, 10) || 1;
   var baselines = JSON.parse(document.getElementById("run-baselines").textContent);
   var S = window.int21Run = {lastSeq: 0, received: 0, duplicates: 0, outOfOrder: 0, evaluated: 0,
-                             rows: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, llm: {}, state: null};
+                             rows: {}, lessons: {}, order: [], speed: {}, best: {}, bestSeries: {}, gens: {}, agents: {}, payoff: {}, llm: {}, state: null};
   baselines.forEach(function (b) { S.bestSeries[b] = {x: [], y: []}; });
   var tbody = document.querySelector("#candidates tbody");
   var dirty = false, ws = null, backoff = 250;
@@ -21,18 +21,49 @@
     li.textContent = line; ul.insertBefore(li, ul.firstChild);
     while (ul.children.length > 30) ul.removeChild(ul.lastChild);
   }
+  var ENDED = {finished: 1, failed: 1};
   function setState(state) {
     S.state = state;
     var b = document.getElementById("run-state"); b.textContent = state; b.className = "badge " + state;
+    // only the controls that apply to this state are shown (data-when: the states they apply to)
+    document.querySelectorAll("#run [data-when]").forEach(function (el) {
+      el.hidden = el.dataset.when.split(" ").indexOf(state) < 0;
+    });
+    if (ENDED[state]) {   // nothing more will apply: no live link, no message about a form that is gone
+      text("live-status", "ended");
+      var result = document.getElementById("guidance-result");
+      if (result) result.textContent = "";
+    }
+  }
+  // Best so far against each baseline, in evaluation order, from each candidate's current
+  // speedups: its first measurement, replaced by the medians once it is confirmed (the header's
+  // number), so the chart and the header never tell two stories.
+  function bestSoFar() {
+    var best = {};
+    baselines.forEach(function (b) { S.bestSeries[b] = {x: [], y: []}; });
+    S.order.forEach(function (cid, i) {
+      var sp = S.speed[cid];
+      baselines.forEach(function (b) {
+        var v = sp && sp[b];
+        if (v !== undefined && (best[b] === undefined || v > best[b])) best[b] = v;
+        if (best[b] !== undefined) { S.bestSeries[b].x.push(i + 1); S.bestSeries[b].y.push(best[b]); }
+      });
+    });
+    S.best = best; dirty = true;
+  }
+  function spread(measurements) {
+    if (!measurements || measurements.length < 2) return "(one measurement)";
+    return "(" + fmt(Math.min.apply(null, measurements), 2) + "–" + fmt(Math.max.apply(null, measurements), 2) +
+      ", median of " + measurements.length + ")";
   }
   function gen(g) { return S.gens[g] || (S.gens[g] = {proposed: 0, ok: 0, failed: 0}); }
 
   function row(d) {
     var tr = document.createElement("tr");
-    tr.id = "cand-" + d.candidate_id; tr.className = "new"; tr.dataset.status = "proposed";
+    tr.id = "cand-" + d.candidate_id; tr.className = "new"; tr.dataset.status = "in flight";
     var parent = (d.parents && d.parents.length) ? '<a href="/candidates/' + d.parents[0] + '/">#' + d.parents[0] + "</a>" : "—";
     tr.innerHTML = '<td><a href="/candidates/' + d.candidate_id + '/">#' + d.candidate_id + "</a></td><td>" + d.generation +
-      "</td><td>" + d.agent + "</td><td><code></code></td><td>" + parent + '</td><td><span class="badge queued">proposed</span></td>' +
+      "</td><td>" + d.agent + "</td><td><code></code></td><td>" + parent + '</td><td><span class="badge queued">in flight</span></td>' +
       '<td class="num">—</td><td class="num">—</td><td class="muted"></td>';
     tr.children[3].firstChild.textContent = params(d.params);
     tr.children[8].textContent = d.rationale;
@@ -63,13 +94,9 @@
       if (!ok) tr.children[5].title = d.reason;
       tr.children[6].textContent = ok ? fmt(d.score, 2) + "×" : "—";
       tr.children[7].textContent = fmt(d.median_ms, 3);
-      if (ok) baselines.forEach(function (b) {
-        var v = d.speedup && d.speedup[b];
-        if (v !== undefined && (S.best[b] === undefined || v > S.best[b])) S.best[b] = v;
-      });
-      baselines.forEach(function (b) {
-        if (S.best[b] !== undefined) { S.bestSeries[b].x.push(S.evaluated); S.bestSeries[b].y.push(S.best[b]); }
-      });
+      S.order.push(d.candidate_id);
+      if (ok && d.speedup) S.speed[d.candidate_id] = d.speedup;
+      bestSoFar();
       text("run-progress", S.evaluated + "/" + budget + " evaluations");
       document.getElementById("run-progress-bar").style.width = Math.min(100, 100 * S.evaluated / budget) + "%";
       dirty = true;
@@ -77,24 +104,33 @@
     candidate_confirmed: function (d) {
       var tr = S.rows[d.candidate_id], all = d.measurements.map(function (x) { return fmt(x, 2); }).join(", ");
       if (tr) { tr.children[6].textContent = fmt(d.score, 2) + "×"; tr.children[6].title = "median of " + d.measurements.length + " measurements: " + all; }
+      if (d.speedup) { S.speed[d.candidate_id] = d.speedup; bestSoFar(); }
       activity("confirmed #" + d.candidate_id + ": " + all + " → median " + fmt(d.score, 2) + "×");
     },
     run_finished: function (d) {
       setState("finished"); text("run-reason", "— " + d.reason); activity("finished: " + d.reason);
-      if (d.best) text("run-best", fmt(d.best.score, 2) + "×");
+      if (d.best) { text("run-best", fmt(d.best.score, 2) + "×"); text("run-spread", spread(d.best.measurements)); }
     },
-    new_best: function (d) { text("run-best", fmt(d.score, 2) + "×"); activity("new best #" + d.candidate_id + ": " + fmt(d.score, 2) + "×"); },
+    run_failed: function (d) { setState("failed"); text("run-reason", "— " + d.reason); activity("failed: " + d.reason); },
+    new_best: function (d) { text("run-best", fmt(d.score, 2) + "×"); text("run-spread", spread(null)); activity("new best #" + d.candidate_id + ": " + fmt(d.score, 2) + "×"); },
     guidance_applied: function (d) {
       var ul = document.getElementById("guidance-history");
-      if (!ul.querySelector('[data-guidance="' + d.guidance_id + '"]')) {
-        var li = document.createElement("li"); li.dataset.guidance = d.guidance_id;
-        li.textContent = d.author + ": " + JSON.stringify(d.directive); ul.appendChild(li);
+      if (!ul.querySelector('[data-guidance="' + d.guidance_id + '"]')) {   // the markup of _guidance_item.html
+        var li = document.createElement("li"), who = document.createElement("strong"), code = document.createElement("code");
+        li.dataset.guidance = d.guidance_id; who.textContent = d.author; code.textContent = JSON.stringify(d.directive);
+        li.appendChild(who); li.appendChild(document.createTextNode(": ")); li.appendChild(code); ul.appendChild(li);
       }
       var li2 = ul.querySelector('[data-guidance="' + d.guidance_id + '"]');
       if (d.effect) { var s = document.createElement("span"); s.className = "ok applied"; s.textContent = " → applied: " + d.effect; li2.appendChild(s); }
       activity("guidance from " + d.author + ": " + (d.effect || "applied"));
     },
-    lesson_recorded: function (d) { var li = document.createElement("li"); li.textContent = d.text; document.getElementById("lessons").appendChild(li); },
+    lesson_recorded: function (d) {
+      // a lesson on the same subject replaces the earlier one (the store keeps one per subject)
+      var key = d.kind + " " + (d.subject || d.text), ul = document.getElementById("lessons");
+      var li = S.lessons[key];
+      if (!li) { li = S.lessons[key] = document.createElement("li"); ul.appendChild(li); }
+      li.textContent = d.text;
+    },
     agent_note: function (d) { activity(d.agent + ": " + d.text); },
     // language models: spend per agent, unusable answers (raw, shown as text), the budget pause
     llm_call: function (d) {
@@ -158,7 +194,7 @@
   function connect() {
     var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/runs/" + runId + "/?after=" + S.lastSeq;
     ws = new WebSocket(url);
-    ws.onopen = function () { backoff = 250; text("live-status", "live"); };
+    ws.onopen = function () { backoff = 250; text("live-status", ENDED[S.state] ? "ended" : "live"); };
     ws.onmessage = function (e) {
       var msg = JSON.parse(e.data);
       if (msg.error) { activity(msg.error); return; }

@@ -41,6 +41,13 @@ class Context:
     def fresh(self, params: dict) -> bool:
         return self.legal(params) and self.is_new(params)
 
+    def used_up(self, most: int = 4096) -> bool:
+        """Every legal point of the (steered) space was proposed in this run. Only asked of a
+        space of at most ``most`` points (a larger one is never walked: it is not used up)."""
+        if self.space.size() > most:
+            return False
+        return not any(self.is_new(p) for p in self.space.points(self.shapes))
+
     def draft_key(self, draft: CandidateDraft) -> str:
         """A draft with its own source (an LLM rewrite) is keyed by that source."""
         if draft.source is None:

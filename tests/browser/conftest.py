@@ -35,7 +35,8 @@ def launch(var: Path, **extra_env) -> dict:
         subprocess.run([sys.executable, "manage.py", *cmd], cwd=ROOT, env=env, check=True, timeout=300)
     port = free_port()
     log = open(var / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env,
+    # faulty_manage.py: manage.py plus one injected driver fault, for goals with seed 666 only
+    proc = subprocess.Popen([sys.executable, "tests/browser/faulty_manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

@@ -194,3 +194,24 @@ def test_confirmation_can_be_turned_off_and_an_executor_without_it_is_not_asked(
     eng, sink = engine()   # FakeExecutor: no remeasure
     eng.run(eng.start(goal()))
     assert "candidate_confirmed" not in sink.kinds()
+
+
+def test_a_run_that_tried_every_point_says_the_space_is_used_up_not_that_it_stagnated():
+    # 6 points (VEC 8/16 × THREADS 1, 2, 4), a budget far larger, stagnation on: the reason is the space
+    space = {"params": [{"name": "VEC", "kind": "choice", "choices": [8, 16]},
+                        {"name": "THREADS", "kind": "choice", "choices": [1, 2, 4]}]}
+    eng, sink = engine()
+    rid = eng.start(goal(space=space, budget=Budget(evaluations=50, stagnation_generations=2)))
+    run = eng.run(rid)
+    assert run.finish_reason == "the design space is used up: every legal point was tried"
+    assert len(eng.store.candidates(rid)) == 6
+
+
+def test_a_lesson_learnt_again_on_the_same_subject_carries_that_subject_so_pages_list_it_once():
+    eng, sink = engine()
+    rid = eng.start(goal())
+    eng.run(rid)   # 5 generations: lessons at the 5th and again at the end, after confirmation
+    lessons = [e.data for _, e in sink.events if e.kind == "lesson_recorded"]
+    subjects = [d["subject"] for d in lessons]
+    assert all(subjects) and len(set(subjects)) < len(subjects)    # re-learnt subjects, said so
+    assert len(eng.knowledge.lessons) == len(set(subjects))         # the store keeps one per subject too

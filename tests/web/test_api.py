@@ -291,14 +291,16 @@ def test_an_engineer_starts_pauses_resumes_and_stops_a_run(erin, goal, django_ca
     stopped = post(erin, f"/api/runs/{rid}/stop", {})
     assert stopped.status_code == 200
     assert erin.get(f"/api/runs/{rid}/guidance").json()[-1]["directive"] == {"op": "stop"}
+    # nobody drives it here (the queued driver never ran): a stop does not wait on one
+    assert stopped.json()["state"] == "finished" and stopped.json()["finish_reason"] == "stopped by erin"
 
     kinds = [e["kind"] for e in erin.get(f"/api/runs/{rid}/events").json()]
-    assert kinds == ["run_started", "run_paused", "run_resumed"]
+    assert kinds == ["run_started", "run_paused", "run_resumed", "run_finished"]
     seqs = [e["seq"] for e in erin.get(f"/api/runs/{rid}/events").json()]
     later = erin.get(f"/api/runs/{rid}/events?after={seqs[0]}").json()
     assert [e["seq"] for e in later] == seqs[1:]
     assert [e["seq"] for e in erin.get(f"/api/runs/{rid}/events?after={seqs[0]}&limit=1").json()] == seqs[1:2]
-    assert erin.get("/api/runs?state=running").json()[0]["id"] == rid
+    assert erin.get("/api/runs?state=finished").json()[0]["id"] == rid
 
 
 def test_a_paused_run_is_finished_by_stop(erin, run):

@@ -79,13 +79,13 @@ def test_runs_are_paused_resumed_stopped_and_exported(people, goal_file, tmp_pat
     assert refused("runs", "pause", str(rid), "--as", "erin").startswith("state: ")
     assert "engineer role" in refused("runs", "resume", str(rid), "--as", "vic")
     assert f"run {rid}: running" in run_cmd("runs", "resume", str(rid), "--as", "erin")
-    run_cmd("runs", "stop", str(rid), "--as", "erin")
+    assert f"run {rid}: finished" in run_cmd("runs", "stop", str(rid), "--as", "erin")   # nobody drives it
     assert m.Guidance.objects.get(run_id=rid).directive == {"op": "stop"}
     events = [json.loads(line) for line in run_cmd("runs", "events", str(rid)).splitlines()]
-    assert [e["kind"] for e in events] == ["run_started", "run_paused", "run_resumed"]
+    assert [e["kind"] for e in events] == ["run_started", "run_paused", "run_resumed", "run_finished"]
     assert [e["seq"] for e in (json.loads(x) for x in run_cmd("runs", "events", str(rid), "--after", "1")
                                .splitlines())] == [e["seq"] for e in events[1:]]
-    assert "running" in run_cmd("runs", "list")
+    assert "finished" in run_cmd("runs", "list")
     assert json.loads(run_cmd("runs", "show", str(rid)))["progress"]["budget"] == 8
     out = tmp_path / "c.csv"
     run_cmd("runs", "candidates", str(rid), "--csv", str(out))

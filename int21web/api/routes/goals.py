@@ -26,9 +26,11 @@ def goal_row(goal_id: int) -> m.Goal:
 
 @router.get("/goals", response={200: list[o.GoalOut], **o.ERRORS}, summary="List saved goals")
 def goal_list(request, workload: Optional[str] = Query(None, max_length=64),
-              target: Optional[str] = Query(None, max_length=32)):
+              target: Optional[str] = Query(None, max_length=32),
+              q: str = Query("", max_length=200, description="words of the name"),
+              owner: str = Query("", max_length=150), archived: bool = Query(False, description="archived ones only")):
     need(request, "viewer", "reading goals")
-    return selectors.goals(workload=workload, target=target)
+    return selectors.goals(workload=workload, target=target, q=q, owner=owner, archived=archived)
 
 
 @router.post("/goals", response={201: o.GoalOut, **o.ERRORS}, summary="Create a goal (engineer)")

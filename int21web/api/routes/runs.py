@@ -10,7 +10,7 @@ from int21web.accounts.roles import require
 from int21web.api import outputs as o
 from int21web.api import selectors
 from int21web.api.auth import need
-from int21web.api.errors import ApiError, not_found
+from int21web.api.errors import not_found
 from int21web.api.routes.goals import goal_row
 from int21web.api.schemas import GuidanceIn, Id, RunIn, Seq
 from int21web.runs import models as m
@@ -18,7 +18,7 @@ from int21web.runs import services
 
 router = Router(tags=["runs"])
 
-RunState = Literal["created", "running", "paused", "finished"]
+RunState = Literal["created", "running", "paused", "finished", "failed"]
 CandState = Literal["proposed", "queued", "running", "evaluated"]
 
 
@@ -54,18 +54,11 @@ def run_get(request, run_id: Id):
     return selectors.run_json(run_row(run_id), detail=True)
 
 
-ALLOWED = {"pause": ("running",), "resume": ("paused",), "stop": ("created", "running", "paused")}
-DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}
-
-
 def control(run_id: int, action: str, user) -> m.Run:
-    """Pause, resume or stop a run for ``user`` (the API and the `runs` command); a run in
-    the wrong state is a 409 naming ``state``."""
-    require(user, "engineer", f"{DONE[action][:-2]}ing a run")      # pausing, resuming, stopping
-    run = run_row(run_id)
-    if run.state not in ALLOWED[action]:
-        raise ApiError(409, f"run {run.id} is {run.state}: only a {' or '.join(ALLOWED[action])} run can be "
-                            f"{DONE[action]}", field="state")
+    """Pause, resume or stop a run for ``user`` (the API and the `runs` command), through the
+    service the pages use; a run in the wrong state is a 409 naming ``state``."""
+    require(user, "engineer", services.ACTING[action] + " a run")
+    run_row(run_id)
     services.run_control(run_id=run_id, action=action, user=user)
     return run_row(run_id)
 
@@ -129,9 +122,7 @@ def guidance_list(request, run_id: Id):
              summary="Steer a run: a directive that takes effect at its next generation (engineer)")
 def guidance_post(request, run_id: Id, payload: GuidanceIn):
     user = need(request, "engineer", "posting guidance")
-    run = run_row(run_id)
-    if run.state == "finished":
-        raise ApiError(409, f"run {run_id} is finished: guidance would never apply", field="state")
+    run_row(run_id)
     g = services.guidance_post(run_id=run_id, directive=payload.directive(), author=user)
     return Status(201, selectors.guidance_json(g))
 

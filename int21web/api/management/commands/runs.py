@@ -22,7 +22,7 @@ class Command(cli.ApiCommand):
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
         ls = sub.add_parser("list", help="runs, newest first")
-        ls.add_argument("--state", choices=["created", "running", "paused", "finished"])
+        ls.add_argument("--state", choices=["created", "running", "paused", "finished", "failed"])
         ls.add_argument("--json", action="store_true")
         sub.add_parser("show", help="a run as JSON: progress, best, agent stats").add_argument("run_id", type=int)
         st = sub.add_parser("start", help="start a run of a saved goal")

@@ -122,7 +122,18 @@ def build(path: Path) -> Workload:
         deterministic=True,
         shape_dims=tuple(imp.dims),
         flop_bound=bool(meta.get("flop_bound")),
+        max_source_bytes=source_limit(Path(path) / "kernel.c"),
     )
+
+
+def source_limit(kernel: Path) -> int | None:
+    """The static stage's size limit for an import's candidates: twice its generated source
+    (an agent's rewrite of one group may grow it), when that is above the harness default."""
+    try:
+        size = kernel.stat().st_size
+    except OSError:
+        return None
+    return 2 * size if 2 * size > 256 * 1024 else None
 
 
 def in_memory(name: str, graph, params: dict, folder: Path, *, distributions=("model", "large", "tiny"),

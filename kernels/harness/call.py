@@ -49,7 +49,7 @@ def call_kernel(source: str, params: dict, workload: Workload | str, target: str
     if not runnable:
         raise KernelCallError(f"target {target} cannot run kernels here: {why_not}")
     settings = settings or EvalSettings(timing=False)
-    findings = check_source(source, tgt.language)
+    findings = check_source(source, tgt.language, max_bytes=wl.max_source_bytes)
     if findings:
         raise KernelCallError(f"refused before compiling: {findings[0].sentence()}")
     options = {"compile_timeout": settings.compile_timeout, "fast_math": settings.fast_math, "entry": "kernel",

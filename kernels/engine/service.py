@@ -359,7 +359,7 @@ def engine_greedy(name: str, *, steps: int | None = None, prompt: int | None = N
     except KernelCallError as exc:   # the harness refused a call: a failed check, said plainly
         raise EngineError(f"the engine could not be run: {exc}") from None
     data = report.to_json()
-    data.update(prompt=prompt, steps=steps, seconds=round(time.monotonic() - t0, 1))
+    data.update(prompt_length=prompt, decode_steps=steps, seconds=round(time.monotonic() - t0, 1))
     store.update(name, ops_dir, greedy=data)
     return data
 

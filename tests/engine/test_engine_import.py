@@ -96,3 +96,34 @@ def test_a_model_is_named_exactly_once():
         service.model_from("hidden=64,heads=4,kv_heads=2,ffn=128,layers=2,vocab=256,colour=3")
     with pytest.raises(ValueError, match="cannot name an engine"):
         store.path_of("Bad-Name")
+
+
+def test_the_torch_baseline_rebuilds_the_decoder_from_its_problem_file(tiny_engine, tmp_path):
+    """The problem file holds a dataclass (DecoderConfig): it must be compiled without the
+    baseline module's own ``from __future__ import annotations`` (which broke it once)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+    wl = workloads.get("tiny_decode")
+    shape = wl.shapes.typical[0]
+    feeds = wl.make_inputs(shape, "model", 3)
+    np.savez(tmp_path / "in.npz", **feeds)
+    base = next(b for b in wl.baselines["cpu"] if b.name == "torch")
+    outs = wl.out_shapes(shape)
+    code = f"""
+import numpy as np
+from kernels.graph import baselines
+feeds = dict(np.load({str(tmp_path / 'in.npz')!r}))
+out = {{k: np.full(s, np.nan, dtype=np.float32) for k, s in {json.dumps({k: list(v) for k, v in outs.items()})}.items()}}
+baselines.torch_eager(feeds, out, {json.dumps(shape.as_dict())}, **{json.dumps(base.options)})()
+np.savez({str(tmp_path / 'out.npz')!r}, **out)
+"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": root}, timeout=300)
+    got = np.load(tmp_path / "out.npz")
+    ref = wl.reference(feeds, shape)
+    for k in ref:
+        assert np.abs(got[k] - ref[k]).max() < 1e-4 * max(1.0, np.abs(ref[k]).max())

@@ -127,3 +127,27 @@ np.savez({str(tmp_path / 'out.npz')!r}, **out)
     ref = wl.reference(feeds, shape)
     for k in ref:
         assert np.abs(got[k] - ref[k]).max() < 1e-4 * max(1.0, np.abs(ref[k]).max())
+
+
+def test_a_checkpoint_becomes_an_engine_with_its_own_weights(tmp_path):
+    """The family's problem file is imported, then the stored weights are the checkpoint's
+    (checked against its torch model in float64 at every shape inside the import)."""
+    import numpy as np
+
+    from kernels.models.checkpoint import save_checkpoint
+    from kernels.models.decoder import DecoderConfig, DecoderLM
+    cfg = DecoderConfig(hidden=32, heads=2, kv_heads=1, ffn=64, layers=1, vocab=64, max_seq=4, seed=7)
+    lm = DecoderLM(cfg).eval()      # the checkpoint's weights: seed 7; its config.json has no seed (0)
+    save_checkpoint(lm, tmp_path / "ckpt", max_position_embeddings=4)
+    model = service.model_from(checkpoint=str(tmp_path / "ckpt"))
+    assert model.kind == "checkpoint" and model.config.hidden == 32
+    rec = service.engine_import(model, name="ckpt")
+    assert rec["model"]["checkpoint"] == str((tmp_path / "ckpt").resolve())
+    path = ops_store.lookup(rec["phases"]["decode"]["workload"])
+    want = lm.state_dict()["model.layers.0.mlp.up_proj.weight"].numpy()
+    seeded = DecoderLM(DecoderConfig(**{**cfg.to_json(), "seed": 0})).state_dict()["model.layers.0.mlp.up_proj.weight"]
+    for k in range(len(rec["phases"]["decode"]["shapes"])):
+        _, params = ops_store.read_shape(path, k)
+        assert np.array_equal(params["p_phase_lm_model_layers_0_mlp_up_proj_weight"], want)
+        assert not np.array_equal(params["p_phase_lm_model_layers_0_mlp_up_proj_weight"], seeded.numpy())
+    assert "sha256" in (path / "problem.py").read_text()     # its own store folder, never the seeded model's

@@ -10,7 +10,6 @@ pytest.importorskip("torch")
 from kernels.models.decoder import DecoderConfig  # noqa: E402
 
 TINY = DecoderConfig(hidden=64, heads=4, kv_heads=2, ffn=128, layers=2, vocab=256, max_seq=9)
-FAMILY = "hidden=64,heads=4,kv_heads=2,ffn=128,layers=2,vocab=256"
 
 
 @pytest.fixture(scope="session")

@@ -146,3 +146,27 @@ def summary(row: m.Engine, phases: dict) -> dict:
         "engine_id": row.id,
         "phases": phases,
     }
+
+
+_DIM = {"prefill": "SEQ", "decode": "PAST"}
+
+
+def engine_view(row: m.Engine) -> dict:
+    """What ``engine show`` and GET /api/engines/<name> say of an engine."""
+    rec = row.record
+    phases = {}
+    for phase, info in rec.get("phases", {}).items():
+        best = (row.results or {}).get(phase) or {}
+        phases[phase] = {
+            "workload": info["workload"], "shapes": [s["dims"][_DIM.get(phase)] if _DIM.get(phase) else s["dims"]
+                                                     for s in info["shapes"]],
+            "groups": info["groups"], "families": info["families"], "knobs": info["knobs"],
+            "source_bytes": info["source_bytes"], "arena": {k: info["arena"][k] for k in ("bytes", "bytes_no_reuse")},
+            "validation": (rec.get("validation") or {}).get(phase),
+            "best": {k: best.get(k) for k in ("correct", "median_ms", "speedup", "run_id", "evaluations")} if best else None,
+        }
+    greedy = rec.get("greedy")
+    return {"name": row.name, "engine_id": row.id, "model": rec.get("model"), "batch": rec.get("batch"),
+            "phases": phases, "runs": row.runs,
+            "greedy": {k: greedy[k] for k in ("passed", "agreement", "agreed", "decisions", "near_ties",
+                                               "max_logit_error", "failure")} if greedy else None}

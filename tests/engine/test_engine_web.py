@@ -96,3 +96,21 @@ def test_the_engine_page_draws_the_graph_and_the_arena_and_links_the_phases(peop
     assert listing.status_code == 200 and 'href="/engines/tiny/"' in listing.content.decode()
     assert client_for(people["vic"]).get("/engines/nothing/").status_code == 404
     assert Client().get("/engines/tiny/").status_code == 302          # sign in first
+    api = client_for(people["vic"]).get("/api/engines/tiny")
+    assert api.status_code == 200
+    body = api.json()
+    assert sorted(body["phases"]["decode"]["shapes"]) == list(range(1, 9))
+    assert body["phases"]["decode"]["best"]["speedup"]["onnxruntime"] == 1.5
+    assert body["phases"]["prefill"]["validation"]["status"] == "ok"
+    assert [e["name"] for e in client_for(people["vic"]).get("/api/engines").json()] == ["tiny"]
+    assert client_for(people["vic"]).get("/api/engines/nothing").status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_a_bad_family_and_a_viewer(people):
+    post = lambda who, body: client_for(people[who]).post("/api/engines", json.dumps(body),  # noqa: E731
+                                                          content_type="application/json")
+    bad = post("erin", {"name": "bad", "family": "hidden=64,heads=4"})
+    assert bad.status_code == 400 and bad.json()["field"] == "family" and "missing key" in bad.json()["error"]
+    assert post("vic", {"name": "x", "family": "hidden=64"}).status_code == 403
+    assert not om.Engine.objects.exists()

@@ -109,7 +109,7 @@ class Command(BaseCommand):
                                     decode_past=_ints(o["decode_past"], "--decode-past"), greedy=greedy,
                                     on_progress=lambda d, t, what: bar.draw(d, t, what, newline=not bar.tty))
         bar.draw(1, 1, f"imported {row.name}", newline=True)
-        self._print(o, _show(row), _show_lines)
+        self._print(o, engines.engine_view(row), _show_lines)
 
     def _check(self, o):
         from kernels.engine import service
@@ -160,37 +160,13 @@ class Command(BaseCommand):
         self._print(o, report, lines)
 
     def _show(self, o):
-        self._print(o, _show(engines.engine_row(o["name"])), _show_lines)
+        self._print(o, engines.engine_view(engines.engine_row(o["name"])), _show_lines)
 
     def _list(self, o):
         from int21web.ops import models as m
         rows = [{"name": r.name, "model": r.record.get("model"), "phases": list(r.record.get("phases", {}))}
                 for r in m.Engine.objects.all()]
         self._print(o, {"engines": rows}, lambda d: [f"{r['name']}: {', '.join(r['phases'])}" for r in d["engines"]])
-
-
-def _show(row) -> dict:
-    rec = row.record
-    phases = {}
-    for phase, info in rec.get("phases", {}).items():
-        best = (row.results or {}).get(phase) or {}
-        phases[phase] = {
-            "workload": info["workload"], "shapes": [s["dims"][_dim(phase)] if _dim(phase) else s["dims"]
-                                                     for s in info["shapes"]],
-            "groups": info["groups"], "families": info["families"], "knobs": info["knobs"],
-            "source_bytes": info["source_bytes"], "arena": {k: info["arena"][k] for k in ("bytes", "bytes_no_reuse")},
-            "validation": (rec.get("validation") or {}).get(phase),
-            "best": {k: best.get(k) for k in ("correct", "median_ms", "speedup", "run_id", "evaluations")} if best else None,
-        }
-    greedy = rec.get("greedy")
-    return {"name": row.name, "engine_id": row.id, "model": rec.get("model"), "batch": rec.get("batch"),
-            "phases": phases, "runs": row.runs,
-            "greedy": {k: greedy[k] for k in ("passed", "agreement", "agreed", "decisions", "near_ties",
-                                               "max_logit_error", "failure")} if greedy else None}
-
-
-def _dim(phase: str) -> str | None:
-    return {"prefill": "SEQ", "decode": "PAST"}.get(phase)
 
 
 def _show_lines(d: dict):

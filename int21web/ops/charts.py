@@ -105,3 +105,19 @@ def engine_speed_figure(results: dict) -> dict:
                        "yaxis": {"title": {"text": "x the peer"}, "rangemode": "tozero"},
                        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                                    "line": {"dash": "dot", "color": "#8a93a5"}}]}}
+
+
+def group_cost_figure(groups: list[dict]) -> dict:
+    """Each fusion group's share of the phase's FLOPs and bytes moved, as the generator counts
+    them at the timed shape (an estimate of where the time goes; not a timing)."""
+    rows = [g for g in groups if g.get("form") in (None, "fused")]
+    flops = sum(g.get("flops") or 0 for g in rows) or 1.0
+    nbytes = sum(g.get("bytes") or 0 for g in rows) or 1.0
+    labels = [f"g{g['id']} {g['family']}" for g in rows]
+    data = [{"type": "bar", "name": "share of FLOPs", "x": labels, "y": [100 * (g.get("flops") or 0) / flops for g in rows]},
+            {"type": "bar", "name": "share of bytes", "x": labels, "y": [100 * (g.get("bytes") or 0) / nbytes for g in rows]}]
+    return {"data": data, "layout": {**_LAYOUT, "barmode": "group", "height": 300,
+                                     "title": {"text": "Where the work is: each group's share (generator's counts, "
+                                                       "not timed)", "font": {"size": 14}},
+                                     "yaxis": {"title": {"text": "% of the phase"}, "rangemode": "tozero"},
+                                     "legend": {"orientation": "h"}}}

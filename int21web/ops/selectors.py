@@ -91,7 +91,7 @@ def engine_page(name: str) -> dict:
     for phase, info in record.get("phases", {}).items():
         path = store.lookup(info["workload"])
         view = {"phase": phase, "info": info, "graph_json_id": f"graph-data-{phase}",
-                "arena_json_id": f"arena-data-{phase}", "best": (row.results or {}).get(phase),
+                "arena_json_id": f"arena-data-{phase}", "cost_json_id": f"cost-data-{phase}", "best": (row.results or {}).get(phase),
                 "validation": (record.get("validation") or {}).get(phase), "graph_figure": None, "arenas": [],
                 "runs": list(rm.Run.objects.filter(pk__in=(row.runs or {}).get(phase, [])).order_by("-id"))}
         if path is not None:
@@ -99,6 +99,7 @@ def engine_page(name: str) -> dict:
             graph_json = json.loads((path / "shapes" / "0" / "graph.json").read_text())
             view["graph_figure"] = charts.graph_figure(graph_json, meta.get("groups", []))
             view["groups"] = [g for g in meta.get("groups", []) if g.get("form") != "unfused"]
+            view["cost_figure"] = charts.group_cost_figure(meta.get("groups", []))
             shapes = (meta.get("arena") or {}).get("shapes", [])
             view["arena_figure"] = charts.arena_figure(shapes[0]) if shapes else None
             view["arenas"] = [{"dims": a.get("dims"), "bytes": a.get("bytes"), "bytes_no_reuse": a.get("bytes_no_reuse"),

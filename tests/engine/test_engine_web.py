@@ -88,6 +88,7 @@ def test_the_engine_page_draws_the_graph_and_the_arena_and_links_the_phases(peop
     for phase in ("prefill", "decode"):
         assert f'href="/ops/tiny_{phase}/"' in html
         assert f'id="graph-data-{phase}"' in html and f'id="arena-data-{phase}"' in html
+        assert f'id="cost-data-{phase}"' in html
     assert "Validation: ok" in html
     assert "1.50x onnxruntime" in html and 'id="speed-data"' in html
     graph = json.loads(html.split('id="graph-data-decode" type="application/json">')[1].split("</script>")[0])

@@ -54,8 +54,9 @@ def test_a_module_file_becomes_an_engine_and_a_run_prints_the_names_scripts_rely
         call_command("engine", "import", "--module", str(PROBLEM), "--name", "resid", stdout=io.StringIO())
     assert err.value.returncode == 2 and "exists" in str(err.value)
 
-    report = run_json(capsys, "run", "resid", "--budget", "1", "--population", "1", "--confirm", "0", "--no-peers",
-                      "--json", "--as", "erin")
+    # the one-shot form (the model is imported already under that name, so it only runs)
+    report = run_json(capsys, "--model", str(PROBLEM), "--name", "resid", "--budget", "1", "--no-peers", "--json",
+                      "--as", "erin")
     assert set(report) >= {"correct", "status", "reason", "median_ms", "speedup", "groups", "evaluations",
                            "engine_id", "phases"}
     assert report["correct"] and report["status"] == "ok" and report["evaluations"] >= 1

@@ -1,4 +1,7 @@
-"""python manage.py engine import|check|greedy|run|show|list ...
+"""python manage.py engine import|check|greedy|run|show|list ...  (or the one-shot form below)
+
+    engine --model decoder:hidden=1024,...|FILE.py|DIR [--phase prefill|decode] [--budget N] [--json] --as USER
+                  imports the model once (under --name, default engine_<digest of the spec>), then runs it
 
     engine import --family hidden=64,heads=4,kv_heads=2,ffn=128,layers=2,vocab=256 --name tiny
                   [--checkpoint DIR | --module FILE.py] [--max-seq N] [--prefill-seq 128,...]
@@ -40,7 +43,16 @@ class Command(BaseCommand):
             "Subcommands: import, check, greedy, run, show, list.")
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="action", required=True)
+        # the issue's one-shot form: engine --model decoder:...|PATH.py|DIR [--phase P] [--budget N] [--json]
+        parser.add_argument("--model", help="one shot: import this model (decoder:hidden=...,... | a module file "
+                                            "| a checkpoint directory) unless already imported, then run it")
+        parser.add_argument("--phase", dest="top_phase", choices=["prefill", "decode", "forward"])
+        parser.add_argument("--budget", dest="top_budget", type=int, default=40)
+        parser.add_argument("--name", dest="top_name", help="the engine's name (default: engine_<digest of --model>)")
+        parser.add_argument("--json", dest="top_json", action="store_true")
+        parser.add_argument("--no-peers", dest="top_no_peers", action="store_true")
+        add_user_arg(parser, default="")
+        sub = parser.add_subparsers(dest="action")
         imp = sub.add_parser("import", help="import a model's phases as an engine")
         imp.add_argument("--family", help="the built-in decoder family: hidden=...,heads=...,kv_heads=...,ffn=...,"
                                           "layers=...,vocab=... (decoder: prefix optional)")
@@ -78,6 +90,10 @@ class Command(BaseCommand):
         ls.add_argument("--json", action="store_true")
 
     def handle(self, *args, **o):
+        if not o.get("action"):
+            if not o.get("model"):
+                raise CommandError("give a subcommand (import, check, greedy, run, show, list) or --model", returncode=2)
+            o = self._one_shot(o)
         try:
             getattr(self, f"_{o['action']}")(o)
         except engines.EngineRefused as exc:
@@ -89,6 +105,25 @@ class Command(BaseCommand):
         else:
             for line in text(data):
                 self.stdout.write(line)
+
+    def _one_shot(self, o) -> dict:
+        """``--model``: import it under a name derived from the spec (once), then ``run``."""
+        import hashlib
+
+        from int21web.ops import models as m
+        spec = o["model"].strip()
+        name = o.get("top_name") or f"engine_{hashlib.sha256(spec.encode()).hexdigest()[:10]}"
+        if not m.Engine.objects.filter(name=name).exists():
+            from pathlib import Path
+            kind = ("module" if spec.endswith(".py") else "checkpoint" if Path(spec).is_dir() else "family")
+            self._import({"family": spec if kind == "family" else None,
+                          "checkpoint": spec if kind == "checkpoint" else None,
+                          "module": spec if kind == "module" else None, "name": name, "max_seq": None,
+                          "prefill_seq": None, "decode_past": None, "greedy": None, "batch": 1, "json": False,
+                          "as_user": o["as_user"], "quiet": True})
+        return {"action": "run", "name": name, "budget": o["top_budget"], "phase": o["top_phase"],
+                "population": min(8, o["top_budget"]), "confirm": min(3, max(0, o["top_budget"] - 1)),
+                "no_peers": o["top_no_peers"], "json": o["top_json"], "as_user": o["as_user"]}
 
     # ------------------------------------------------------------------ subcommands
 
@@ -109,7 +144,8 @@ class Command(BaseCommand):
                                     decode_past=_ints(o["decode_past"], "--decode-past"), greedy=greedy,
                                     on_progress=lambda d, t, what: bar.draw(d, t, what, newline=not bar.tty))
         bar.draw(1, 1, f"imported {row.name}", newline=True)
-        self._print(o, engines.engine_view(row), _show_lines)
+        if not o.get("quiet"):
+            self._print(o, engines.engine_view(row), _show_lines)
 
     def _check(self, o):
         from kernels.engine import service
@@ -184,7 +220,8 @@ def _show_lines(d: dict):
             yield f"    validation: {v['validation']['status']} — {v['validation']['reason']}"
         if v["best"]:
             sp = " · ".join(f"{n} {x:.2f}x" for n, x in sorted((v["best"]["speedup"] or {}).items()))
-            yield f"    best: {v['best']['median_ms']} ms · {sp} (run {v['best']['run_id']})"
+            ms = v["best"]["median_ms"]
+            yield f"    best: {f'{ms:.3f}' if ms else '—'} ms · {sp} (run {v['best']['run_id']})"
     if d["greedy"]:
         g = d["greedy"]
         yield (f"  greedy decode: {'passed' if g['passed'] else 'FAILED'} · {g['agreed']}/{g['decisions']} agree · "

@@ -106,6 +106,8 @@ def test_the_engine_page_draws_the_graph_and_the_arena_and_links_the_phases(peop
     assert body["phases"]["prefill"]["validation"]["status"] == "ok"
     assert [e["name"] for e in client_for(people["vic"]).get("/api/engines").json()] == ["tiny"]
     assert client_for(people["vic"]).get("/api/engines/nothing").status_code == 404
+    paths = client_for(people["vic"]).get("/api/openapi.json").json()["paths"]
+    assert {"/api/engines", "/api/engines/{name}"} <= set(paths)
 
 
 @pytest.mark.django_db

@@ -187,7 +187,15 @@ def strip_comments(s: str, quotes: str = "\"'") -> str:
     (``quotes``) are copied through untouched, so a "/*" or "//" inside one cannot blank the
     lines after it (and hide an #include) from the checks."""
     result, i, n = [], 0, len(s)
+    special = re.compile("[/" + re.escape(quotes) + "]")   # plain text runs up to the next of these
     while i < n:
+        m = special.search(s, i)
+        if m is None:
+            result.append(s[i:])
+            break
+        if m.start() > i:
+            result.append(s[i:m.start()])
+            i = m.start()
         c = s[i]
         if c in quotes:
             j = i + 1

@@ -128,7 +128,20 @@ def engine_search(name: str, *, budget: int, population: int = 8, confirm: int =
         row.runs = runs
         row.results = {**row.results, phase: res}
         row.save(update_fields=["runs", "results"])
-    return summary(row, out)
+    report = summary(row, out)
+    best = {p: r.get("candidate_id") for p, r in (row.results or {}).items() if r.get("correct")}
+    if record.get("greedy_shapes") and best.get("prefill") and best.get("decode"):
+        # the greedy-decode check again, with the best kernels the runs found (still in the sandbox)
+        cands = {p: rm.Candidate.objects.get(pk=cid) for p, cid in best.items() if p in ("prefill", "decode")}
+        try:
+            greedy = service.engine_greedy(name, sources={p: (c.source, c.params) for p, c in cands.items()})
+        except service.EngineError as exc:
+            greedy = {"passed": False, "failure": str(exc)}
+        greedy["candidates"] = {p: c.id for p, c in cands.items()}
+        report["greedy"] = {k: greedy.get(k) for k in ("passed", "agreed", "decisions", "near_ties",
+                                                       "max_logit_error", "failure", "candidates")}
+        engine_sync(name)
+    return report
 
 
 def summary(row: m.Engine, phases: dict) -> dict:

@@ -367,9 +367,10 @@ def engine_greedy(name: str, *, steps: int | None = None, prompt: int | None = N
     return data
 
 
-def prepare_peers(name: str, *, ops_dir=None) -> list[str]:
-    """Export each phase to ONNX at its timed shape, with the stored weights, so the ONNX
-    Runtime and OpenVINO baselines in the timing child find the file (they only load it).
+def prepare_peers(name: str, *, ops_dir=None, every_typical: bool = False) -> list[str]:
+    """Export each phase to ONNX at its timed shape (``every_typical``: at each of its typical
+    shapes), with the stored weights, so the ONNX Runtime and OpenVINO baselines in the timing
+    child find the file (they only load it; an export there would cost its preparation time).
     Returns the exported paths; a phase whose exporter is missing is skipped (the harness
     then reports the peer as unavailable)."""
     from kernels import workloads
@@ -383,13 +384,11 @@ def prepare_peers(name: str, *, ops_dir=None) -> list[str]:
             continue
         wl = workloads.get(info["workload"])
         imp = Imported(ops_store.lookup(info["workload"], ops_dir))
-        k = imp.index_of(wl.shapes.typical[0])
-        graph, weights = imp.shape(k)
-        options = {"phase": phase, "config": record["model"]["config"]}
-        lm = peers.model_from(options, weights)
-        shapes = [t.shape for t in graph.inputs]
-        try:
-            out.append(str(peers.export_onnx(lm, phase, shapes)))
-        except ImportError:
-            continue
+        for shape in (wl.shapes.typical if every_typical else wl.shapes.typical[:1]):
+            graph, weights = imp.shape(imp.index_of(shape))
+            lm = peers.model_from({"phase": phase, "config": record["model"]["config"]}, weights)
+            try:
+                out.append(str(peers.export_onnx(lm, phase, [t.shape for t in graph.inputs])))
+            except ImportError:
+                break
     return out

@@ -467,6 +467,10 @@ class Workload:
     # harness reorders timing data along them per call (a cache cannot hit) and checks
     # samples of a large output by running the reference on the matching slice.
     independent: tuple[str, ...] = ()
+    # The largest source the static stage accepts for this workload (None: the harness's
+    # default, static.MAX_SOURCE_BYTES). Only trusted code sets it: an imported workload from
+    # the size of its generated source (a whole model's graph is hundreds of KiB of C).
+    max_source_bytes: int | None = None
 
     def __post_init__(self):
         if not self.shape_dims:

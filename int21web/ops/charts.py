@@ -67,3 +67,57 @@ def speedup_figure(speedup: dict) -> dict:
                        "yaxis": {"title": {"text": "x the baseline"}, "rangemode": "tozero"},
                        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                                    "line": {"dash": "dot", "color": "#8a93a5"}}]}}
+
+
+def arena_figure(arena: dict) -> dict:
+    """The arena plan of one shape: each intermediate a rectangle from the group that writes
+    it to the last that reads it (x: the driver's schedule) over its offsets (y: KiB), so
+    memory reused by liveness shows as rectangles stacked at the same height, side by side."""
+    data = []
+    buffers = sorted(arena.get("buffers", []), key=lambda b: (b["offset"], b["first"]))
+    for i, b in enumerate(buffers):
+        x0, x1 = b["first"] - 0.4, b["last"] + 0.4
+        y0, y1 = b["offset"] * 4 / 1024, (b["offset"] + b["size"]) * 4 / 1024
+        data.append({"type": "scatter", "mode": "lines", "fill": "toself", "showlegend": False,
+                     "x": [x0, x1, x1, x0, x0], "y": [y0, y0, y1, y1, y0],
+                     "line": {"width": 1, "color": PALETTE[i % len(PALETTE)]},
+                     "hoverinfo": "text",
+                     "text": f"{b['name']}: {b['size'] * 4 / 1024:.1f} KiB at {y0:.1f} KiB, live g-steps "
+                             f"{b['first']}..{b['last']}"})
+    bytes_, none = arena.get("bytes") or 0, arena.get("bytes_no_reuse") or 0
+    title = (f"Arena plan: {bytes_ / 1024:.1f} KiB with reuse, {none / 1024:.1f} KiB without "
+             f"({len(buffers)} intermediates)")
+    layout = {**_LAYOUT, "title": {"text": title, "font": {"size": 14}}, "height": 320,
+              "xaxis": {"title": {"text": "schedule step (fusion group in driver order)"}},
+              "yaxis": {"title": {"text": "offset (KiB)"}, "rangemode": "tozero"}}
+    return {"data": data, "layout": layout}
+
+
+def engine_speed_figure(results: dict) -> dict:
+    """Each phase's best engine against each peer (x the peer's time: higher is better)."""
+    peers = sorted({p for r in results.values() for p in (r.get("speedup") or {})})
+    data = [{"type": "bar", "name": phase, "x": peers, "y": [(r.get("speedup") or {}).get(p) for p in peers],
+             "text": [f"{(r.get('speedup') or {}).get(p, 0):.2f}x" for p in peers], "textposition": "outside"}
+            for phase, r in results.items()]
+    return {"data": data,
+            "layout": {**_LAYOUT, "barmode": "group",
+                       "title": {"text": "End-to-end speedup of the best engine over each peer", "font": {"size": 14}},
+                       "yaxis": {"title": {"text": "x the peer"}, "rangemode": "tozero"},
+                       "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                                   "line": {"dash": "dot", "color": "#8a93a5"}}]}}
+
+
+def group_cost_figure(groups: list[dict]) -> dict:
+    """Each fusion group's share of the phase's FLOPs and bytes moved, as the generator counts
+    them at the timed shape (an estimate of where the time goes; not a timing)."""
+    rows = [g for g in groups if g.get("form") in (None, "fused")]
+    flops = sum(g.get("flops") or 0 for g in rows) or 1.0
+    nbytes = sum(g.get("bytes") or 0 for g in rows) or 1.0
+    labels = [f"g{g['id']} {g['family']}" for g in rows]
+    data = [{"type": "bar", "name": "share of FLOPs", "x": labels, "y": [100 * (g.get("flops") or 0) / flops for g in rows]},
+            {"type": "bar", "name": "share of bytes", "x": labels, "y": [100 * (g.get("bytes") or 0) / nbytes for g in rows]}]
+    return {"data": data, "layout": {**_LAYOUT, "barmode": "group", "height": 300,
+                                     "title": {"text": "Where the work is: each group's share (generator's counts, "
+                                                       "not timed)", "font": {"size": 14}},
+                                     "yaxis": {"title": {"text": "% of the phase"}, "rangemode": "tozero"},
+                                     "legend": {"orientation": "h"}}}

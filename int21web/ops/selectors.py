@@ -65,3 +65,47 @@ def problem_page(name: str) -> dict:
         "best": best_view,
         "runs": list(rm.Run.objects.filter(spec__workload=name).order_by("-id")[:10]),
     }
+
+
+def engines() -> list[dict]:
+    return [{"name": e.name, "record": e.record, "results": e.results, "created_at": e.created_at,
+             "created_by": e.created_by.get_username() if e.created_by else ""}
+            for e in m.Engine.objects.select_related("created_by")]
+
+
+def engine_page(name: str) -> dict:
+    """An engine: its model, and per phase the graph drawn by fusion group, the arena plan,
+    the validation, the best kernel's speedups against each peer, links to the phase's
+    problem page (every group's code is there) and its runs."""
+    from kernels.engine import store as engine_store
+    from kernels.graph import store
+    from int21web.runs import models as rm
+    row = m.Engine.objects.filter(name=name).select_related("created_by").first()
+    if row is None:
+        raise Http404(f"No engine named {name!r}")
+    try:
+        record = engine_store.load(name)   # the store's record is the newest (checks write it)
+    except (engine_store.EngineNotFound, ValueError):
+        record = row.record
+    phases = []
+    for phase, info in record.get("phases", {}).items():
+        path = store.lookup(info["workload"])
+        view = {"phase": phase, "info": info, "graph_json_id": f"graph-data-{phase}",
+                "arena_json_id": f"arena-data-{phase}", "cost_json_id": f"cost-data-{phase}", "best": (row.results or {}).get(phase),
+                "validation": (record.get("validation") or {}).get(phase), "graph_figure": None, "arenas": [],
+                "runs": list(rm.Run.objects.filter(pk__in=(row.runs or {}).get(phase, [])).order_by("-id"))}
+        if path is not None:
+            meta = store.read_meta(path)
+            graph_json = json.loads((path / "shapes" / "0" / "graph.json").read_text())
+            view["graph_figure"] = charts.graph_figure(graph_json, meta.get("groups", []))
+            view["groups"] = [g for g in meta.get("groups", []) if g.get("form") != "unfused"]
+            view["cost_figure"] = charts.group_cost_figure(meta.get("groups", []))
+            shapes = (meta.get("arena") or {}).get("shapes", [])
+            view["arena_figure"] = charts.arena_figure(shapes[0]) if shapes else None
+            view["arenas"] = [{"dims": a.get("dims"), "bytes": a.get("bytes"), "bytes_no_reuse": a.get("bytes_no_reuse"),
+                               "reuse": a.get("reuse"), "buffers": len(a.get("buffers", []))} for a in shapes]
+        phases.append(view)
+    results = {p: r for p, r in (row.results or {}).items() if r.get("speedup")}
+    return {"engine": row, "record": record, "config": (record.get("model") or {}).get("config") or {},
+            "phases": phases, "greedy": record.get("greedy"),
+            "speed_figure": charts.engine_speed_figure(results) if results else None}

@@ -6,4 +6,6 @@ urlpatterns = [
     path("ops/", views.problem_list, name="ops"),
     path("ops/import/", views.import_page, name="op_import"),
     path("ops/<str:name>/", views.problem, name="op"),
+    path("engines/", views.engine_list, name="engines"),
+    path("engines/<str:name>/", views.engine, name="engine"),
 ]

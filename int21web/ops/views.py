@@ -42,3 +42,15 @@ def problem(request, name):
 def problem_list(request):
     return render(request, "ops/list.html", {"problems": selectors.problems(),
                                              "can_import": has_role(request.user, "engineer")})
+
+
+@login_required
+def engine_list(request):
+    return render(request, "ops/engines.html", {"engines": selectors.engines()})
+
+
+@login_required
+def engine(request, name):
+    ctx = selectors.engine_page(name)
+    ctx["can_start"] = has_role(request.user, "engineer")
+    return render(request, "ops/engine.html", ctx)

@@ -51,6 +51,9 @@ class Program:
     helpers: set = field(repr=False, default_factory=set)
     params: list = field(repr=False, default_factory=list)
     constraints: list = field(repr=False, default_factory=list)
+    # the intermediates' arena (plan_arena's JSON; for several shapes: "shapes", one each);
+    # the families' packing scratch comes after it and depends on the knobs
+    arena: dict = field(default_factory=dict)
 
 
 def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | None = None,
@@ -61,19 +64,30 @@ def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | No
     else the shape is refused (``CodegenError``)."""
     progs = [generate(g, cores=cores, prefix=f"s{k}_") for k, g in enumerate(graphs)]
     first = progs[0]
+    params, constraints = list(first.params), list(first.constraints)
     for k, p in enumerate(progs[1:], 1):
-        if [x["family"] for x in p.groups] != [x["family"] for x in first.groups] or \
-                {q.name for q in p.params} != {q.name for q in first.params}:
+        if [(x["id"], x["family"], x["form"]) for x in p.groups] != \
+                [(x["id"], x["family"], x["form"]) for x in first.groups]:
             raise CodegenError(f"shape {k} partitions differently from the first: its knobs would not be shared")
+        # a group's knob that only some shapes have (a pointwise BLOCK where a dim is 1 at one
+        # shape and not another) is the same group's knob: the shapes without it ignore it
+        names = {q.name for q in params}
+        params += [q for q in p.params if q.name not in names]
+        constraints += [c for c in p.constraints if c not in constraints]
     args = first.args + tuple(Arg(n, "dim") for n in dim_names)
     dispatch = [" && ".join(f"{n} == {v}" for n, v in zip(dim_names, d)) or "1" for d in dims]
     if len(progs) == 1:
         dispatch = [""]
     helpers = set().union(*(p.helpers for p in progs))
-    source = render([p.unit for p in progs], dispatch, first.params, helpers, args, title)
-    return Program(source, first.space, args, first.out_names, first.groups, max(p.arena_floats for p in progs),
-                   first.flops, first.bytes, first.graph, helpers=helpers, params=first.params,
-                   constraints=first.constraints)
+    source = render([p.unit for p in progs], dispatch, params, helpers, args, title)
+    space = DesignSpace(tuple(params), tuple(constraints))
+    arena = {"floats": max(p.arena_floats for p in progs), "bytes": 4 * max(p.arena_floats for p in progs),
+             "floats_no_reuse": max(p.arena["floats_no_reuse"] for p in progs),
+             "bytes_no_reuse": 4 * max(p.arena["floats_no_reuse"] for p in progs),
+             "shapes": [{"dims": dict(zip(dim_names, d)), **p.arena} for p, d in zip(progs, dims)]}
+    return Program(source, space, args, first.out_names, first.groups, max(p.arena_floats for p in progs),
+                   first.flops, first.bytes, first.graph, helpers=helpers, params=params,
+                   constraints=constraints, arena=arena)
 
 
 def output_names(graph: Graph) -> tuple[str, ...]:
@@ -211,7 +225,7 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
                 exc.group = grp.id if grp.split_of is None else grp.split_of
                 raise
             emitted.append((grp, form, code, dict(ctx.uses), g))
-    offsets, arena_floats = _plan_arena(part, emitted, arena_values, graph)
+    offsets, arena_floats, arena = _plan_arena(part, emitted, arena_values, graph)
     offsets["__scratch__"] = "ARENA_VALUES"
     scratch = [c.scratch for _, _, c, _, _ in emitted if c.scratch not in ("0", "")]
     params, constraints, helpers = [], [], set()
@@ -235,12 +249,13 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
     fused_costs = [c for grp, form, c, _, _ in emitted if form in (None, "fused")]
     return Program(source, DesignSpace(tuple(params), tuple(constraints)), args, out_names, summaries,
                    arena_floats, sum(c.flops for c in fused_costs), sum(c.bytes for c in fused_costs), orig,
-                   unit=unit, helpers=helpers, params=params, constraints=constraints)
+                   unit=unit, helpers=helpers, params=params, constraints=constraints, arena=arena)
 
 
-def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, int]:
+def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, int, dict]:
     """Offsets (in floats) of the intermediates: live from the first group that writes them
-    to the last that reads them, in either FUSE form; first fit, largest first."""
+    to the last that reads them, in either FUSE form (both forms' uses count, so the plan
+    holds whichever the knobs pick); planned by :func:`plan_arena`."""
     values = graph.values()
     position = {}
     for pos, g in enumerate(part.groups):
@@ -254,24 +269,61 @@ def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, in
             if v in live:
                 live[v][0] = min(live[v][0], pos)
                 live[v][1] = max(live[v][1], pos)
-    placed = []   # (start, end, offset, size)
-    offsets = {}
-    order = sorted(arena_values, key=lambda v: -math.prod(values[v].shape))
-    for v in order:
-        size = _round(math.prod(values[v].shape))
+    buffers = []
+    for v in arena_values:
         s, e = live[v]
         if s == math.inf:
             s, e = 0, len(part.groups)
-        busy = sorted((o, o + sz) for (ps, pe, o, sz) in placed if not (pe < s or ps > e))
+        buffers.append(Buffer(v, int(s), int(e), _round(math.prod(values[v].shape))))
+    plan = plan_arena(buffers)
+    return plan.offsets, plan.floats, plan.to_json()
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An intermediate: live from schedule step ``first`` to ``last`` (inclusive), ``size`` floats."""
+
+    name: str
+    first: int
+    last: int
+    size: int
+
+
+@dataclass
+class ArenaPlan:
+    offsets: dict            # buffer name -> offset in floats
+    floats: int              # the arena's size with reuse
+    floats_no_reuse: int     # the sum of every buffer's size (one buffer each)
+    buffers: list
+
+    def to_json(self) -> dict:
+        return {"floats": self.floats, "bytes": 4 * self.floats, "floats_no_reuse": self.floats_no_reuse,
+                "bytes_no_reuse": 4 * self.floats_no_reuse,
+                "reuse": round(self.floats_no_reuse / self.floats, 3) if self.floats else None,
+                "buffers": [{"name": b.name, "first": b.first, "last": b.last, "size": b.size,
+                             "offset": self.offsets[b.name]} for b in self.buffers]}
+
+
+def plan_arena(buffers: list) -> ArenaPlan:
+    """Place ``buffers`` (:class:`Buffer`) in one arena: two share memory only if their
+    lifetimes do not overlap (a buffer written at step s and read until step e is live on
+    [s, e]; two that meet at one step are both live there). First fit over the buffers
+    already placed whose lifetimes overlap, largest first (ties by first use, then name: the
+    plan does not depend on the order given)."""
+    order = sorted(buffers, key=lambda b: (-b.size, b.first, b.name))
+    placed = []   # (first, last, offset, size)
+    offsets = {}
+    for b in order:
+        busy = sorted((o, o + sz) for (ps, pe, o, sz) in placed if not (pe < b.first or ps > b.last))
         off = 0
         for lo, hi in busy:
-            if off + size <= lo:
+            if off + b.size <= lo:
                 break
             off = max(off, hi)
-        offsets[v] = off
-        placed.append((s, e, off, size))
+        offsets[b.name] = off
+        placed.append((b.first, b.last, off, b.size))
     total = max((o + sz for _, _, o, sz in placed), default=0)
-    return offsets, total
+    return ArenaPlan(offsets, total, sum(b.size for b in buffers), list(buffers))
 
 
 def _round(n: int) -> int:
@@ -324,11 +376,9 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
         else:
             lines += [forms[g.id][0][1], ""]
             calls.append("    " + forms[g.id][0][2])
-    sc = "0"
-    for x in scratch:
-        sc = f"((({x}) > ({sc})) ? ({x}) : ({sc}))"
     lines.append(f"#define {prefix}ARENA_VALUES {arena_floats}")
-    lines.append(f"#define {prefix}ARENA_SCRATCH ({sc})")
+    lines += _max_function(f"{prefix}arena_scratch", scratch)
+    lines.append(f"#define {prefix}ARENA_SCRATCH ({prefix}arena_scratch())")
     internal = {t.name: f"in_{t.name}" for t in (*orig.inputs, *orig.params)}
     sig = ", ".join(_decl(Arg(internal.get(a.name, a.name), a.kind)) for a in args if a.kind != "dim")
     lines.append(f"static void {prefix}run({sig}, float *restrict arena) {{")
@@ -336,6 +386,17 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
     lines += calls
     lines.append("}")
     return Unit(comment, "\n".join(lines), arena_floats, f"({prefix}ARENA_VALUES + {prefix}ARENA_SCRATCH)", prefix)
+
+
+def _max_function(name: str, exprs: list) -> list:
+    """A function returning the largest of ``exprs`` (knob-dependent sizes, evaluated at run
+    time). One line per expression: a nested ``a > b ? a : b`` doubles with every term (a
+    decoder's 30 matmul groups made a 67 MB source of it)."""
+    lines = [f"static int64_t {name}(void) {{", "    int64_t m = 0, v;"]
+    for x in dict.fromkeys(exprs):
+        lines.append(f"    v = (int64_t)({x}); if (v > m) m = v;")
+    lines += ["    (void)v;", "    return m;", "}"]
+    return lines
 
 
 def _decl(a: Arg) -> str:
@@ -362,10 +423,8 @@ def render(units: list, dispatch: list, params, helpers, args, title: str = "") 
     lines += ["", cmath.library(helpers)]
     for u in units:
         lines += [u.text, ""]
-    total = "0"
-    for u in units:
-        total = f"((({u.scratch}) > ({total})) ? ({u.scratch}) : ({total}))"
-    lines.append(f"#define ARENA_FLOATS {total}")
+    lines += _max_function("i21_arena_floats", [u.scratch for u in units])
+    lines.append("#define ARENA_FLOATS (i21_arena_floats())")
     lines.append("")
     lines.append(f"void kernel({', '.join(_decl(a) for a in args)}) {{")
     lines.append("    /* one arena for every intermediate and scratch buffer, allocated on the first call")

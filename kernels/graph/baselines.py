@@ -90,7 +90,10 @@ def _model(options: dict, dims: dict):
     shape = meta["shapes"][k]
     source = problem.with_overrides(text, shape["overrides"])
     ns = {"__name__": "problem", "__file__": "problem.py"}
-    exec(compile(source, "problem.py", "exec"), ns)   # the user's code: timing child only
+    # dont_inherit: this module's ``from __future__ import annotations`` must not leak into the
+    # user's file (a dataclass with string annotations cannot be built outside sys.modules:
+    # the decoder family's problem files failed here while their capture, compiled alike, worked)
+    exec(compile(source, "problem.py", "exec", dont_inherit=True), ns)   # the user's code: timing child only
     torch.manual_seed(meta["init_seed"])
     random.seed(meta["init_seed"])
     np.random.seed(meta["init_seed"])

@@ -100,7 +100,11 @@ def preview(source: str, *, overrides: dict | None = None, limits: cap.CaptureLi
 
 
 def import_problem(source: str, *, name: str | None = None, overrides=None, ops_dir=None,
-                   limits: cap.CaptureLimits | None = None, awkward: bool = True) -> ImportResult:
+                   limits: cap.CaptureLimits | None = None, awkward: bool | list = True,
+                   on_progress=None) -> ImportResult:
+    """``awkward``: True derives a smaller awkward shape, False none, a list of override
+    dicts gives the awkward shapes (each checked on every seed and distribution by the
+    harness); ``on_progress(done, total, what)`` hears of each capture."""
     from kernels import workloads
     from kernels.codegen import program
     started = time.monotonic()
@@ -121,7 +125,11 @@ def import_problem(source: str, *, name: str | None = None, overrides=None, ops_
     if not checked.ok:
         return ImportResult(False, failure=_fail("mismatch", checked.reason, details={"reports": checked.reports}))
     shapes = [({}, "typical", first, checked)]
-    for ov in extra:
+    given = [dict(o) for o in awkward] if isinstance(awkward, (list, tuple)) else []
+    todo = [(ov, "extra") for ov in extra] + [(ov, "awkward") for ov in given]
+    if on_progress:
+        on_progress(1, 1 + len(todo), "captured the typical shape")
+    for k, (ov, role) in enumerate(todo):
         got = cap.capture(source, overrides=ov, limits=limits)
         if isinstance(got, cap.CaptureFailure):
             got.reason = f"at {_label(ov)}: {got.reason}"
@@ -129,9 +137,11 @@ def import_problem(source: str, *, name: str | None = None, overrides=None, ops_
         c = check.import_check(got.graph, got.params, got.samples)
         if not c.ok:
             return ImportResult(False, failure=_fail("mismatch", f"at {_label(ov)}: {c.reason}"))
-        shapes.append((ov, "extra", got, c))
+        shapes.append((ov, role, got, c))
+        if on_progress:
+            on_progress(k + 2, 1 + len(todo), f"captured {_label(ov)}")
     int_consts = {k: c.value for k, c in consts.items() if isinstance(c.value, int)}
-    if awkward and int_consts:
+    if awkward is True and int_consts:
         small = _awkward(source, int_consts, first.graph, limits)
         if small is not None:
             shapes.append(small)
@@ -160,7 +170,7 @@ def import_problem(source: str, *, name: str | None = None, overrides=None, ops_
                     "weights": {t.name: t.source for t in got.graph.params if t.role == "param"},
                     "check": c.reports}
                    for (ov, role, got, c), dv in zip(shapes, dim_values)],
-        "space": prog.space.to_json(), "groups": prog.groups, "arena_floats": prog.arena_floats,
+        "space": prog.space.to_json(), "groups": prog.groups, "arena_floats": prog.arena_floats, "arena": prog.arena,
         "survey": first.survey, "isolation": first.isolation, "graph": graph_summary(first.graph),
         "seconds": round(time.monotonic() - started, 1),
     }

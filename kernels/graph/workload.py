@@ -97,6 +97,14 @@ def build(path: Path) -> Workload:
     args = tuple(Arg(a["name"], a["kind"]) for a in meta["args"])
     tol = meta["tolerance"]
     options = {"dir": str(Path(path).resolve())}
+    baselines = (
+        Baseline("torch", "kernels.graph.baselines:torch_eager", strong=True, requires="torch", options=options,
+                 user_code=True,
+                 description="the problem's own Model in torch eager (float32, preallocated inputs)"),
+        Baseline("torch_compile", "kernels.graph.baselines:torch_compiled", strong=True, requires="torch",
+                 default=False, options={**options, "compile": True}, user_code=True,
+                 description="torch.compile of the problem's Model (Inductor)"),
+    ) + engine_peers(meta.get("engine"))
     return Workload(
         name=meta["name"],
         description=meta.get("description") or f"Imported problem {meta['name']}",
@@ -111,18 +119,37 @@ def build(path: Path) -> Workload:
         out_shapes=imp.out_shapes,
         templates={"cpu": Template("cpu", {"generated": "kernel.c"}, space_from_json(meta["space"]),
                                    folder=Path(path))},
-        baselines={"cpu": (
-            Baseline("torch", "kernels.graph.baselines:torch_eager", strong=True, requires="torch", options=options,
-                     user_code=True,
-                     description="the problem's own Model in torch eager (float32, preallocated inputs)"),
-            Baseline("torch_compile", "kernels.graph.baselines:torch_compiled", strong=True, requires="torch",
-                     default=False, options={**options, "compile": True}, user_code=True,
-                     description="torch.compile of the problem's Model (Inductor)"),
-        )},
+        baselines={"cpu": baselines},
         deterministic=True,
         shape_dims=tuple(imp.dims),
         flop_bound=bool(meta.get("flop_bound")),
+        max_source_bytes=source_limit(Path(path) / "kernel.c"),
     )
+
+
+def engine_peers(engine: dict | None) -> tuple:
+    """An engine phase's other peers (kernels.models.peers): ONNX Runtime and OpenVINO, fed
+    the same weights (the stored params, as inputs), not timed by default: they read an ONNX
+    export made beforehand in a trusted process (kernels.engine.service.prepare_peers)."""
+    if not engine or engine.get("phase") not in ("prefill", "decode") or not engine.get("config"):
+        return ()
+    from dataclasses import replace
+
+    from kernels.models import peers
+    from kernels.models.decoder import DecoderConfig
+    chosen = [b for b in peers.baselines(engine["phase"], config=DecoderConfig(**engine["config"]))
+              if b.name in ("onnxruntime", "openvino")]
+    return tuple(replace(b, default=False) for b in chosen)
+
+
+def source_limit(kernel: Path) -> int | None:
+    """The static stage's size limit for an import's candidates: twice its generated source
+    (an agent's rewrite of one group may grow it), when that is above the harness default."""
+    try:
+        size = kernel.stat().st_size
+    except OSError:
+        return None
+    return 2 * size if 2 * size > 256 * 1024 else None
 
 
 def in_memory(name: str, graph, params: dict, folder: Path, *, distributions=("model", "large", "tiny"),

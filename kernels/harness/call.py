@@ -27,6 +27,10 @@ from kernels.targets.base import CompileFailure
 # Binaries (by content) that passed the audit in this process: the same bytes need no second
 # audit (it runs nm/objdump, ~0.1 s); a changed file is audited again.
 _AUDITED: set[tuple[str, str]] = set()
+# Sources (by content, language and size limit) that passed the static checks in this process:
+# the checks are a pure function of those, and cost ~1.6 s on a whole engine's 800 KiB source,
+# which a greedy-decode loop calls once per token.
+_CHECKED: set[tuple[str, str, int | None]] = set()
 
 
 class KernelCallError(RuntimeError):
@@ -49,9 +53,12 @@ def call_kernel(source: str, params: dict, workload: Workload | str, target: str
     if not runnable:
         raise KernelCallError(f"target {target} cannot run kernels here: {why_not}")
     settings = settings or EvalSettings(timing=False)
-    findings = check_source(source, tgt.language)
-    if findings:
-        raise KernelCallError(f"refused before compiling: {findings[0].sentence()}")
+    key = (tgt.language, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(), wl.max_source_bytes)
+    if key not in _CHECKED:
+        findings = check_source(source, tgt.language, max_bytes=wl.max_source_bytes)
+        if findings:
+            raise KernelCallError(f"refused before compiling: {findings[0].sentence()}")
+        _CHECKED.add(key)
     options = {"compile_timeout": settings.compile_timeout, "fast_math": settings.fast_math, "entry": "kernel",
                "params": params, "arch": settings.arch, **settings.resource_limits}
     art = tgt.compile(source, params, options)

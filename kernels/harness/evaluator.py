@@ -79,7 +79,7 @@ class Evaluator:
 
         # static
         t0 = time.monotonic()
-        findings = check_source(source, tgt.language)
+        findings = check_source(source, tgt.language, max_bytes=wl.max_source_bytes)
         bad_params = _param_problems(params)
         stages.append(Stage("static", "failed" if findings or bad_params else "passed",
                             time.monotonic() - t0,

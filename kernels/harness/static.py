@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 
 MAX_SOURCE_BYTES = 256 * 1024
+# the most any workload may allow (a generated whole-model engine: a few MiB of C)
+MAX_GENERATED_BYTES = 16 * 1024 * 1024
 
 C_HEADERS = {
     "math.h", "stdint.h", "stddef.h", "string.h", "float.h", "limits.h", "stdbool.h",
@@ -185,7 +187,15 @@ def strip_comments(s: str, quotes: str = "\"'") -> str:
     (``quotes``) are copied through untouched, so a "/*" or "//" inside one cannot blank the
     lines after it (and hide an #include) from the checks."""
     result, i, n = [], 0, len(s)
+    special = re.compile("[/" + re.escape(quotes) + "]")   # plain text runs up to the next of these
     while i < n:
+        m = special.search(s, i)
+        if m is None:
+            result.append(s[i:])
+            break
+        if m.start() > i:
+            result.append(s[i:m.start()])
+            i = m.start()
         c = s[i]
         if c in quotes:
             j = i + 1
@@ -216,15 +226,19 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def check_source(source: str, language: str, entry: str = "kernel") -> list[StaticFinding]:
+def check_source(source: str, language: str, entry: str = "kernel", *,
+                 max_bytes: int | None = None) -> list[StaticFinding]:
     """Every reason to refuse ``source`` (empty: it may be compiled). ``language``: c | cuda |
-    ptx (PTX has rules of its own: :mod:`kernels.harness.static_ptx`)."""
+    ptx (PTX has rules of its own: :mod:`kernels.harness.static_ptx`). ``max_bytes``: a
+    larger size limit the workload allows (never below MAX_SOURCE_BYTES, never above
+    MAX_GENERATED_BYTES)."""
     if language == "ptx":
         from kernels.harness.static_ptx import check_ptx
         return check_ptx(source, entry)
     findings: list[StaticFinding] = []
-    if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
-        return [StaticFinding(1, "size", f"source is larger than {MAX_SOURCE_BYTES // 1024} KiB")]
+    limit = min(max(MAX_SOURCE_BYTES, int(max_bytes or 0)), MAX_GENERATED_BYTES)
+    if len(source.encode("utf-8", "replace")) > limit:
+        return [StaticFinding(1, "size", f"source is larger than {limit // 1024} KiB")]
     if "\x00" in source:
         return [StaticFinding(1, "encoding", "source contains NUL bytes")]
     text = clean_source(source)

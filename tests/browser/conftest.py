@@ -31,7 +31,7 @@ def embedded_env(var_dir: Path) -> dict:
 def launch(var: Path, **extra_env) -> dict:
     """migrate, demo, then `manage.py serve` on a free port; returns url/var/env/proc."""
     env = {**embedded_env(var), **extra_env}
-    for cmd in (["migrate", "-v0"], ["demo", "--quiet"]):
+    for cmd in (["migrate", "-v0"], ["demo", "--quiet", "--no-engine"]):
         subprocess.run([sys.executable, "manage.py", *cmd], cwd=ROOT, env=env, check=True, timeout=300)
     port = free_port()
     log = open(var / "serve.log", "w")

@@ -26,11 +26,11 @@ def manage(env, *args, timeout=300):
 def test_demo_prints_the_accounts_and_is_refused_in_production(tmp_path):
     env = env_for(tmp_path)
     assert manage(env, "migrate", "-v0").returncode == 0
-    r = manage(env, "demo")
+    r = manage(env, "demo", "--no-engine")      # the demo engine: tests/engine (its import is ~30 s)
     assert r.returncode == 0, r.stderr
     assert "int21-demo" in r.stdout and all(role in r.stdout for role in ("admin", "engineer", "reviewer", "viewer"))
     assert "Demo goals created" in r.stdout
-    again = manage(env, "demo")      # idempotent: a second `make run` changes nothing
+    again = manage(env, "demo", "--no-engine")      # idempotent: a second `make run` changes nothing
     assert again.returncode == 0 and "Demo goals created" not in again.stdout
     prod = manage(env_for(tmp_path, DEBUG="false", SECRET_KEY="x" * 60, ALLOWED_HOSTS="example.com"), "demo")
     assert prod.returncode != 0 and "embedded mode" in prod.stderr

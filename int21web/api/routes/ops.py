@@ -61,3 +61,54 @@ def workload_preview(request, payload: ProblemIn):
         return services.op_preview(source=payload.source, overrides=services.parse_overrides(payload.shapes))
     except services.ImportRefused as exc:
         raise _refused(exc) from None
+
+
+# --------------------------------------------------------------------------- engines
+
+class EngineIn(Schema):
+    name: str = Field(max_length=41, description="lower_case engine name; its phases become <name>_prefill, _decode")
+    family: Optional[str] = Field(None, max_length=400,
+                                  description="the decoder family: hidden=...,heads=...,kv_heads=...,ffn=...,"
+                                              "layers=...,vocab=...")
+    max_seq: Optional[int] = Field(None, ge=2, le=8192)
+    prefill_seq: list[int] = Field(default_factory=list, max_length=8, description="prefill lengths, first timed")
+    decode_past: list[int] = Field(default_factory=list, max_length=8, description="decode cache lengths, first timed")
+    greedy: Optional[list[int]] = Field(None, min_length=2, max_length=2, description="[prompt, steps]")
+
+
+@router.get("/engines", response={200: list[dict[str, Any]], **o.ERRORS}, summary="Engines", tags=["engines"])
+def engine_list(request):
+    need(request, "viewer", "reading engines")
+    from int21web.ops import engines
+    from int21web.ops import models as m
+    return [engines.engine_view(r) for r in m.Engine.objects.all()]
+
+
+@router.get("/engines/{name}", response={200: dict[str, Any], **o.ERRORS},
+            summary="One engine: its phases, arena, validation, greedy check, best speedups", tags=["engines"])
+def engine_show(request, name: str):
+    need(request, "viewer", "reading engines")
+    from int21web.ops import engines
+    from int21web.ops import models as m
+    row = m.Engine.objects.filter(name=name).first()
+    if row is None:
+        raise not_found("engine", repr(name))
+    return engines.engine_view(row)
+
+
+@router.post("/engines", response={201: dict[str, Any], **o.ERRORS},
+             summary="Import a model's prefill and decode phases as an engine (engineer)", tags=["engines"])
+def engine_import(request, payload: EngineIn):
+    user = need(request, "engineer", "importing an engine")
+    from int21web.ops import engines
+    from kernels.engine import service
+    try:
+        # a checkpoint is read from a path on the server: the command line only (manage.py engine import)
+        model = service.model_from(payload.family, max_seq=payload.max_seq)
+        row = engines.engine_import(model=model, name=payload.name, user=user, prefill_seq=payload.prefill_seq or None,
+                                    decode_past=payload.decode_past or None, greedy=payload.greedy)
+    except service.EngineError as exc:
+        raise ApiError(400, str(exc), "family") from None
+    except engines.EngineRefused as exc:
+        raise ApiError(400, exc.message, "name" if "name" in exc.message else None, failure=exc.failure) from None
+    return Status(201, {**engines.engine_view(row), "page": f"/engines/{row.name}/"})

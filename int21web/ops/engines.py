@@ -1,0 +1,185 @@
+"""Engines in the web app: import (kernels.engine under it), search each phase with the same
+run machinery as every goal, and time the best against the peers in one final session.
+
+The generated code runs only in the harness: the import's captures and checks are sandboxed
+children, the runs' evaluations go through the executor like any goal's, and the final
+session is one ``swarm.judge.judge`` call.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from int21web.ops import models as m
+
+PEERS = ["torch", "torch_compile", "onnxruntime", "openvino"]
+
+
+class EngineRefused(ValueError):
+    """The engine could not be made or run: ``message`` says why, ``failure`` the import's refusal."""
+
+    def __init__(self, message: str, failure: dict | None = None):
+        super().__init__(message)
+        self.message, self.failure = message, failure or {}
+
+
+def engine_import(*, model, name: str, user=None, prefill_seq=None, decode_past=None, greedy=None, batch: int = 1,
+                  on_progress=None) -> m.Engine:
+    """Import ``model`` (a kernels.engine.service.Model) as engine ``name``: its phases become
+    imported problems (with their pages), the record is stored and mirrored in a row."""
+    from kernels.engine import service
+    from kernels.graph import store as ops_store
+    if m.Engine.objects.filter(name=name).exists():
+        raise EngineRefused(f"an engine named {name!r} exists; choose another name")
+    wl_names = [service.workload_name(name, p) for p in ("prefill", "decode", "forward")]
+    taken = m.ImportedOp.objects.filter(name__in=wl_names).values_list("name", flat=True)
+    if taken:
+        raise EngineRefused(f"a problem named {taken[0]!r} is already imported; choose another engine name")
+    try:
+        record = service.engine_import(model, name=name, batch=batch, prefill_seq=prefill_seq,
+                                       decode_past=decode_past, greedy=greedy, on_progress=on_progress)
+    except (service.EngineError, ValueError) as exc:
+        raise EngineRefused(str(exc), getattr(exc, "failure", None)) from None
+    for phase, info in record["phases"].items():
+        path = ops_store.lookup(info["workload"])
+        meta = ops_store.read_meta(path)
+        summary = {k: meta[k] for k in ("name", "digest", "dims", "args", "distributions", "tolerance", "graph")}
+        summary["shapes"] = [{"role": s["role"], "dims": s["dims"]} for s in meta["shapes"]]
+        summary["engine"] = {"name": name, "phase": phase}
+        m.ImportedOp.objects.update_or_create(
+            name=info["workload"], defaults={"digest": meta["digest"], "summary": summary, "created_by": user,
+                                             "source": (path / "problem.py").read_text(encoding="utf-8")})
+    row, _ = m.Engine.objects.update_or_create(name=name, defaults={"record": record, "created_by": user})
+    return row
+
+
+def engine_row(name: str) -> m.Engine:
+    row = m.Engine.objects.filter(name=name).first()
+    if row is None:
+        raise EngineRefused(f"no engine named {name!r}")
+    return row
+
+
+def engine_sync(name: str) -> m.Engine:
+    """The row's copy of the record refreshed from the store (after a check or a greedy run)."""
+    from kernels.engine import store
+    row = engine_row(name)
+    row.record = store.load(name)
+    row.save(update_fields=["record"])
+    return row
+
+
+def engine_search(name: str, *, budget: int, population: int = 8, confirm: int = 3, phases=None, peers: bool = True,
+                  user=None, progress=None) -> dict:
+    """A swarm goal per phase (``budget`` evaluations each, timed against the model in torch
+    eager), then the best kernel of each timed once against every peer side by side in one
+    session (torch eager, torch.compile, ONNX Runtime, OpenVINO where it imports). Returns
+    ``{"correct", "status", "reason", "median_ms", "speedup", "groups", "evaluations",
+    "engine_id", "phases": {phase: the same for that phase}}``; with one phase the top-level
+    values are that phase's, with several ``median_ms`` and ``speedup`` are by phase."""
+    from int21web.runs import models as rm
+    from int21web.runs import services as rs
+    from int21web.runs.embedded import embedded_worker
+    from int21web.runs.management.commands.swarm import run_summary
+    from kernels.engine import service
+    from swarm.goals import GoalError
+    from swarm.judge import judge
+    from swarm.types import Budget, Goal
+    row = engine_row(name)
+    record = row.record
+    chosen = [p for p in record["phases"] if not phases or p in phases]
+    if not chosen:
+        raise EngineRefused(f"{name} has no phase {', '.join(phases)} (it has {', '.join(record['phases'])})")
+    if peers:
+        service.prepare_peers(name)    # the ONNX exports, here (trusted), before any timing child needs them
+    out = {}
+    for phase in chosen:
+        info = record["phases"][phase]
+        t0 = time.monotonic()
+        goal = Goal(workload=info["workload"], target="cpu", population=population, confirm_top=confirm,
+                    budget=Budget(evaluations=budget, stagnation_generations=6))
+        also = [progress(phase, budget)] if progress else None
+        try:
+            with embedded_worker(orchestrate=False):
+                run_id = rs.run_start(goal=goal, started_by=user, also=also)
+                rs.run_drive(run_id=run_id, also=also)
+        except GoalError as exc:
+            raise EngineRefused(f"{phase}: {exc}") from None
+        s = run_summary(run_id)
+        best = s["best"] or {}
+        res = {"phase": phase, "workload": info["workload"], "run_id": run_id, "correct": bool(best),
+               "status": "ok" if best else "no_correct_kernel", "reason": s["reason"],
+               "median_ms": best.get("median_ms"), "speedup": dict(best.get("speedup") or {}),
+               "groups": info["groups"], "evaluations": s["evaluations"], "candidate_id": best.get("candidate_id")}
+        if best and peers:
+            cand = rm.Candidate.objects.get(pk=best["candidate_id"])
+            final, data = judge(replace(goal, eval_settings={"baselines": PEERS}), cand.source, cand.params)
+            res["final_session"] = {"status": final.status, "median_ms": final.median_ms,
+                                    "speedup": final.speedup, "notes": data.get("notes", [])}
+            if final.status == "ok":
+                res["speedup"], res["median_ms"] = dict(final.speedup), final.median_ms
+            else:
+                res.update(correct=False, status=final.status,
+                           reason=f"the final session against the peers: {final.reason}")
+        res["minutes"] = round((time.monotonic() - t0) / 60, 2)
+        out[phase] = res
+        runs = dict(row.runs)
+        runs[phase] = [*runs.get(phase, []), run_id]
+        row.runs = runs
+        row.results = {**row.results, phase: res}
+        row.save(update_fields=["runs", "results"])
+    report = summary(row, out)
+    best = {p: r.get("candidate_id") for p, r in (row.results or {}).items() if r.get("correct")}
+    if record.get("greedy_shapes") and best.get("prefill") and best.get("decode"):
+        # the greedy-decode check again, with the best kernels the runs found (still in the sandbox)
+        cands = {p: rm.Candidate.objects.get(pk=cid) for p, cid in best.items() if p in ("prefill", "decode")}
+        try:
+            greedy = service.engine_greedy(name, sources={p: (c.source, c.params) for p, c in cands.items()})
+        except service.EngineError as exc:
+            greedy = {"passed": False, "failure": str(exc)}
+        greedy["candidates"] = {p: c.id for p, c in cands.items()}
+        report["greedy"] = {k: greedy.get(k) for k in ("passed", "agreed", "decisions", "near_ties",
+                                                       "max_logit_error", "failure", "candidates")}
+        engine_sync(name)
+    return report
+
+
+def summary(row: m.Engine, phases: dict) -> dict:
+    one = len(phases) == 1
+    first = next(iter(phases.values()))
+    bad = [r for r in phases.values() if not r["correct"]]
+    return {
+        "correct": not bad and bool(phases),
+        "status": bad[0]["status"] if bad else "ok",
+        "reason": "; ".join(f"{r['phase']}: {r['reason']}" for r in phases.values() if r.get("reason")),
+        "median_ms": first["median_ms"] if one else {p: r["median_ms"] for p, r in phases.items()},
+        "speedup": first["speedup"] if one else {p: r["speedup"] for p, r in phases.items()},
+        "groups": first["groups"] if one else {p: r["groups"] for p, r in phases.items()},
+        "evaluations": sum(r["evaluations"] for r in phases.values()),
+        "engine_id": row.id,
+        "phases": phases,
+    }
+
+
+_DIM = {"prefill": "SEQ", "decode": "PAST"}
+
+
+def engine_view(row: m.Engine) -> dict:
+    """What ``engine show`` and GET /api/engines/<name> say of an engine."""
+    rec = row.record
+    phases = {}
+    for phase, info in rec.get("phases", {}).items():
+        best = (row.results or {}).get(phase) or {}
+        phases[phase] = {
+            "workload": info["workload"], "shapes": [s["dims"][_DIM.get(phase)] if _DIM.get(phase) else s["dims"]
+                                                     for s in info["shapes"]],
+            "groups": info["groups"], "families": info["families"], "knobs": info["knobs"],
+            "source_bytes": info["source_bytes"], "arena": {k: info["arena"][k] for k in ("bytes", "bytes_no_reuse")},
+            "validation": (rec.get("validation") or {}).get(phase),
+            "best": {k: best.get(k) for k in ("correct", "median_ms", "speedup", "run_id", "evaluations")} if best else None,
+        }
+    greedy = rec.get("greedy")
+    return {"name": row.name, "engine_id": row.id, "model": rec.get("model"), "batch": rec.get("batch"),
+            "phases": phases, "runs": row.runs,
+            "greedy": {k: greedy[k] for k in ("passed", "agreement", "agreed", "decisions", "near_ties",
+                                               "max_logit_error", "failure")} if greedy else None}

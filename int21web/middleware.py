@@ -1,7 +1,7 @@
-"""Input no page can store: a NUL character in a query string or form field (PostgreSQL's
-text refuses it, and the query would fail as a 500). Refused at the door with a 400 that says
-so; the API has its own, per field (api/errors.py)."""
-from django.http import HttpResponseBadRequest
+"""Input no page can store: a NUL character in the path, a query string or a form field
+(PostgreSQL's text refuses it, and the query would fail as a 500). Refused at the door with a
+400 that says so; the API's bodies have their own check, per field (api/errors.py)."""
+from django.http import HttpResponseBadRequest, JsonResponse
 from django.utils.html import escape
 
 
@@ -10,6 +10,11 @@ class RefuseNul:
         self.get_response = get_response
 
     def __call__(self, request):
+        if "\x00" in request.path:
+            if request.path.startswith("/api/"):
+                return JsonResponse({"error": "the path may not contain NUL characters"}, status=400)
+            return HttpResponseBadRequest('<p class="error" role="alert">The address may not contain NUL '
+                                          "characters</p>")
         if not request.path.startswith("/api/"):
             where = _nul_in(request.GET) or (_nul_in(request.POST) if request.method == "POST" else None)
             if where:

@@ -260,10 +260,10 @@ class RunnerProcess(_Base):
         cap = (256 << 20) + inputs.size + outputs.size + (memory_mb << 20)
         sources = (status_w, ctrl_r, in_ro, out_rw)
 
+        place = _dup_to(sources, (3, 4, 5, 6))
+
         def preexec():
-            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in sources]
-            for target, fd in zip((3, 4, 5, 6), high):
-                os.dup2(fd, target)
+            place()
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -271,8 +271,8 @@ class RunnerProcess(_Base):
         try:
             self.proc = subprocess.Popen(
                 [str(executable)], cwd=str(box.run_dir), env=env or minimal_env(),
-                stdin=subprocess.DEVNULL, stdout=out_pipe[1], stderr=err_pipe[1], pass_fds=(3, 4, 5, 6),
-                close_fds=True, start_new_session=True, preexec_fn=preexec)
+                stdin=subprocess.DEVNULL, stdout=out_pipe[1], stderr=err_pipe[1], close_fds=False,
+                start_new_session=True, preexec_fn=preexec)
         except OSError as exc:
             self.proc = None
             self.load_error = f"{exc.strerror or exc}"
@@ -444,8 +444,7 @@ class ServerProcess(_Base):
                 self.proc = subprocess.Popen(
                     [sys.executable, "-s", "-B", "-m", "kernels.harness.server"], cwd=str(box.dir),
                     env=minimal_env(), stdin=subprocess.DEVNULL, stdout=fds[0], stderr=fds[1],
-                    pass_fds=(3, 4, 5, 6), close_fds=True, start_new_session=True,
-                    preexec_fn=_dup_to(fds[2:], (3, 4, 5, 6)))
+                    close_fds=False, start_new_session=True, preexec_fn=_dup_to(fds[2:], (3, 4, 5, 6)))
                 self.pid = self.proc.pid
         except OSError as exc:
             self.error = str(exc)
@@ -542,8 +541,23 @@ class ServerProcess(_Base):
 
 
 def _dup_to(sources, targets):
+    """A preexec function: ``sources`` at the descriptor numbers ``targets``, then every other
+    inheritable descriptor above them closed (close-on-exec ones, subprocess's error pipe among
+    them, close at exec). Used with close_fds=False rather than pass_fds=targets: that needs the
+    parent's own descriptors at those numbers open at the fork, which another thread of a
+    worker may have closed just then (the child then fails with EBADF)."""
+    top = max(targets)
+
     def preexec():
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in sources]
         for target, fd in zip(targets, high):
             os.dup2(fd, target)
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd > top:
+                try:
+                    if os.get_inheritable(fd):
+                        os.close(fd)
+                except OSError:
+                    pass
     return preexec

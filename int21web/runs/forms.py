@@ -5,6 +5,8 @@ every error is keyed by the form field it belongs to. Also the run page's guidan
 into a directive (``directive_from``)."""
 from __future__ import annotations
 
+import json
+
 from django import forms
 
 from kernels import targets, workloads
@@ -36,6 +38,9 @@ class GoalForm(forms.Form):
     seed = forms.IntegerField(initial=0, min_value=0)
     cold = forms.BooleanField(required=False, help_text="ignore lessons of earlier runs")
     required_approvals = forms.IntegerField(min_value=1, max_value=10, initial=1)
+    eval_settings = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
+                                    help_text='harness settings as JSON, which may only tighten the defaults, '
+                                              'e.g. {"seeds": 8, "min_calls": 40} (docs/harness.md)')
     # The language model for llm_coder / llm_analyst (docs/agents.md); empty: the server's
     # LLM_* settings. The API key never goes here: it stays in the server's environment.
     llm_provider = forms.ChoiceField(required=False, choices=[("", "server default"), ("openai", "OpenAI-compatible"),
@@ -142,21 +147,40 @@ def validate_goal(data) -> tuple[Goal | None, dict, dict]:
     budget = {k: c[f"llm_budget_{k}"] for k in ("requests", "tokens") if c.get(f"llm_budget_{k}") is not None}
     if budget:
         llm["budget"] = budget
+    eval_settings = _json_object(data.get("eval_settings", ""), errors)
     # A field the form itself refused stands in for its default here: its own error is shown.
     goal = Goal(workload=workload, target=target, shapes=_shapes(data.get("shapes", "")),
                 held_out=_shapes(data.get("held_out", "")), metric=c.get("metric") or "speedup",
                 budget=Budget(evaluations=c.get("evaluations") or 1, wall_seconds=c.get("wall_seconds"),
                               target_speedup=c.get("target_speedup"), stagnation_generations=c.get("stagnation")),
                 team=list(c.get("team") or []), population=c.get("population") or 1, seed=c.get("seed") or 0,
-                cold=bool(c.get("cold")), tolerance=tolerance, space=space_json, llm=llm)
+                cold=bool(c.get("cold")), tolerance=tolerance, space=space_json, llm=llm,
+                eval_settings=eval_settings)
     problems = goal_problems(goal)
     for path, message in problems:
+        if path.startswith("eval_settings."):     # one field holds every key: say which
+            message = f"{path.split('.', 1)[1]}: {message}"
         errors.setdefault(form_field(path, rows, form.fields), message)
     if not any(path.split(".")[0] in ("target", "space") for path, _ in problems):
         info["space_size"] = _space_size(goal, wl)
     if errors:
         return None, errors, info
     return goal, errors, info
+
+
+def _json_object(text: str, errors: dict) -> dict:
+    """The editor's evaluation settings: empty, or a JSON object (else an error on the field)."""
+    if not (text or "").strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        errors["eval_settings"] = f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        return {}
+    if not isinstance(value, dict):
+        errors["eval_settings"] = 'must be a JSON object of settings, e.g. {"seeds": 8}'
+        return {}
+    return value
 
 
 def _space_size(goal: Goal, wl) -> int:
@@ -178,6 +202,7 @@ def initial_from(name: str, goal: Goal, required_approvals: int = 1) -> dict:
             "target_speedup": goal.budget.target_speedup, "stagnation": goal.budget.stagnation_generations,
             "population": goal.population, "team": goal.team, "seed": goal.seed, "cold": goal.cold,
             "required_approvals": required_approvals,
+            "eval_settings": json.dumps(goal.eval_settings) if goal.eval_settings else "",
             **{f"llm_{k}": v for k, v in (goal.llm or {}).items() if k != "budget"},
             **{f"llm_budget_{k}": v for k, v in ((goal.llm or {}).get("budget") or {}).items()}}
 

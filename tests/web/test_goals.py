@@ -133,3 +133,18 @@ def test_a_goal_chooses_its_language_model_without_a_key(as_role):
     assert "llm_coder" in spec["team"] and "key" not in str(spec["llm"]).lower()
     bad = post(client, name="bad model", llm_provider="openai", llm_temperature="9")
     assert bad.status_code == 400 and "llm_temperature" in bad.context["errors"], bad.context["errors"]
+
+
+@pytest.mark.parametrize("text,words", [('{"isolate": false}', "isolate"), ('{"recheck": false}', "recheck"),
+                                        ('{"speedy": 1}', "speedy"), ('{"memory_mb": 1048576}', "memory_mb"),
+                                        ("[1, 2]", "JSON object"), ("{seeds: 8}", "not JSON")])
+def test_the_editor_refuses_evaluation_settings_a_goal_may_not_hold_naming_the_key(as_role, text, words):
+    resp = post(as_role("engineer"), eval_settings=text)
+    assert resp.status_code == 400 and words in resp.context["errors"]["eval_settings"], resp.context["errors"]
+    assert not m.Goal.objects.exists()
+
+
+def test_the_editor_keeps_evaluation_settings_that_tighten(as_role):
+    resp = post(as_role("engineer"), eval_settings='{"seeds": 8, "min_calls": 40}')
+    assert resp.status_code == 302, resp.context and resp.context["errors"]
+    assert m.Goal.objects.get().spec["eval_settings"] == {"seeds": 8, "min_calls": 40}

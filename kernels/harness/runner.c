@@ -182,6 +182,7 @@ static uint64_t i21_token(const char *t) {
 }
 
 int main(void) {
+    pid_t evaluator = getppid();
     char *line = i21_read_line();
     unsigned long long in_bytes, out_bytes, cpu_s, nofile, netns, bpf_len;
     long long uid, gid;
@@ -218,6 +219,10 @@ int main(void) {
             _exit(98);                                      /* never run a candidate as root */
         }
     }
+    /* The evaluator's death ends the runner, even while it is stopped between calls (set after
+       the change of user, which clears it; the evaluator gone already: end now). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != evaluator) _exit(97);
     struct rlimit core = {0, 0}, fsize = {0, 0};
     struct rlimit cpu = {(rlim_t)cpu_s, (rlim_t)cpu_s + 5}, files = {(rlim_t)nofile, (rlim_t)nofile};
     setrlimit(RLIMIT_CORE, &core);

@@ -18,6 +18,7 @@ BENCHMARKS = {
     "replay": ("bench.replay", "searchers replayed against a stored result's table (seconds, nothing measured)"),
     "gpu": ("bench.gpu", "the GPU section alone (GPU hosts; no Django)"),
     "library-gpu": ("bench.library_gpu_check", "kernels.library.load of each CUDA seed on a GPU host"),
+    "native": ("bench.native_overhead", "an approved kernel called in-process (ctypes, torch custom op): µs over its run"),
     "engine": ("bench.engine_bench", "generated decoder engines (prefill, decode) against torch eager, torch.compile, "
                                      "ONNX Runtime and OpenVINO in one harness session (`--tiny`: a dry run)"),
 }

@@ -25,6 +25,12 @@ def actions(proposal=None):
     return list(rows.values_list("action", flat=True))
 
 
+def flow(proposal):
+    """The proposal's audit without ``score_moved`` notes: whether a real re-measurement moved
+    by more than the tolerance depends on the host's noise (tested on its own below)."""
+    return [a for a in actions(proposal) if a != "score_moved"]
+
+
 @pytest.fixture
 def queued(monkeypatch):
     """Records the re-evaluations the gate queues instead of handing them to a broker."""
@@ -260,7 +266,7 @@ def test_an_approved_candidate_is_rechecked_on_held_out_shapes_promoted_and_load
     assert {c["shape"] for c in cases if c["kind"] == "held_out"} == {"97x1000", "4096x2048", "333x3001"}
     kv = KernelVersion.objects.get()
     assert (kv.workload, kv.target, kv.version, kv.champion, kv.shape_bucket) == ("softmax", "cpu", 1, True, "2^8x2^10")
-    assert actions(prop) == ["propose", "approve", "recheck_passed", "promote"]
+    assert flow(prop) == ["propose", "approve", "recheck_passed", "promote"]
     assert AuditEntry.objects.filter(action="reevaluate", candidate=cand).exists()
     m = kv.manifest
     assert m["source_sha256"] == library.sha256(cand.source) and m["params"] == cand.params
@@ -477,7 +483,7 @@ def test_a_recheck_that_cannot_run_reopens_the_proposal_to_be_rechecked_again(pe
     with django_capture_on_commit_callbacks(execute=True):
         client.post(f"/reviews/{prop.id}/recheck/", {"next": "https://evil.example/"})
     prop.refresh_from_db()
-    assert prop.state == "promoted" and actions(prop)[-3:] == ["recheck", "recheck_passed", "promote"]
+    assert prop.state == "promoted" and flow(prop)[-3:] == ["recheck", "recheck_passed", "promote"]
 
 
 def test_a_form_only_goes_back_to_a_page_of_this_site(people, client, queued):

@@ -76,10 +76,11 @@ class Plan:
 
     @classmethod
     def make(cls, quick: bool, **over) -> "Plan":
-        # --quick: search points checked on 2 seeds, without re-timing slow sessions (the kernel
-        # comparisons keep the full defaults)
+        # --quick: search points checked on 2 seeds at their own shapes (not the workload's typical
+        # 4096x4096 each time), without re-timing slow sessions; the kernel comparisons keep the defaults
         base = (dict(budgets=[10, 20, 40], seeds=3, sessions=1, min_calls=10, deadline_minutes=9.0,
-                     search_workloads=["softmax"], shapes=dict(QUICK_SHAPES), search_eval={"seeds": 2, "retime": 0})
+                     search_workloads=["softmax"], shapes=dict(QUICK_SHAPES),
+                     search_eval={"seeds": 2, "retime": 0, "typical_checks": False})
                 if quick else dict(shapes=dict(FULL_SHAPES)))
         base.update({k: v for k, v in over.items() if v is not None})
         return cls(quick=quick, **base)

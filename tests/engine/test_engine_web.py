@@ -5,11 +5,11 @@ import json
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
 from int21web.ops import models as om
+from tests.web.ops_world import client_for, people  # noqa: F401 (a fixture)
 
 PROBLEM = Path(__file__).resolve().parents[1] / "ownops" / "problems" / "linear3d_relu_residual.py"
 
@@ -18,21 +18,6 @@ PROBLEM = Path(__file__).resolve().parents[1] / "ownops" / "problems" / "linear3
 def _readable(engine_ops):
     engine_ops.chmod(0o755)   # the timing child (another uid) reads the stored problem
     engine_ops.parent.chmod(0o755)
-
-
-@pytest.fixture
-def people(db):
-    made = {}
-    for name, role in (("erin", "engineer"), ("vic", "viewer")):
-        made[name] = User.objects.create_user(name, password="int21-demo")
-        made[name].groups.add(Group.objects.get_or_create(name=role)[0])
-    return made
-
-
-def client_for(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 def run_json(capsys, *args) -> dict:

@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
-from django.test import Client
 
 from int21web.ops import models as om
+from tests.web.ops_world import client_for, people  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -52,21 +51,6 @@ def ops_dir(tmp_path, monkeypatch):
     tmp_path.chmod(0o755)
     monkeypatch.setenv("INT21_OPS_DIR", str(path))
     return path
-
-
-@pytest.fixture
-def people(db):
-    made = {}
-    for name, role in (("erin", "engineer"), ("vic", "viewer")):
-        made[name] = User.objects.create_user(name, password="int21-demo")
-        made[name].groups.add(Group.objects.get_or_create(name=role)[0])
-    return made
-
-
-def client_for(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 def api(c, path, body):

@@ -471,6 +471,9 @@ class Workload:
     # default, static.MAX_SOURCE_BYTES). Only trusted code sets it: an imported workload from
     # the size of its generated source (a whole model's graph is hundreds of KiB of C).
     max_source_bytes: int | None = None
+    # A generated program's fusion groups (summaries: id, family, form, knobs, fuse, signature),
+    # for imported workloads; the lessons keyed by group signature read them (swarm/knowledge/groups.py).
+    groups: tuple = ()
 
     def __post_init__(self):
         if not self.shape_dims:

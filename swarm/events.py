@@ -11,7 +11,7 @@ from typing import Protocol
 
 EVENT_FIELDS: dict[str, tuple[set[str], set[str]]] = {
     # kind: (required fields, optional fields)
-    "run_started": ({"goal", "team"}, {"lessons_used"}),
+    "run_started": ({"goal", "team"}, {"lessons_used", "composed"}),
     "run_paused": ({"reason"}, set()),
     "run_resumed": ({"reason"}, set()),
     "run_finished": ({"reason", "evaluations"}, {"best", "confirmations"}),

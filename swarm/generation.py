@@ -23,7 +23,7 @@ from swarm.agents.base import Context
 from swarm.events import make_event
 from swarm.goals import GoalError, check_goal  # noqa: F401  (GoalError: callers import it from here too)
 from swarm.guidance import Steering, validate
-from swarm.knowledge import subject
+from swarm.knowledge import groups, subject
 from swarm.knowledge.distil import distil, ranked
 from swarm.knowledge.variants import promote, template_for
 from swarm.llm.session import LLMSession, open_session
@@ -108,7 +108,8 @@ class Engine:
         self.store.transition(run.id, ("created",), "running")
         lessons = [] if goal.cold else self._lessons(goal)
         self._emit(run.id, "run_started", goal=goal.to_json(), team=goal.team,
-                   lessons_used=[lsn.id for lsn in lessons])
+                   lessons_used=[lsn.id for lsn in lessons if lsn.id is not None],
+                   composed=[lsn.text for lsn in lessons if lsn.data.get("composed")])
         return run.id
 
     def pause(self, run_id: int, reason: str = "paused by a person") -> None:
@@ -401,6 +402,7 @@ class Engine:
         shapes = wl.goal_shapes(goal.shapes)
         lessons = distil(evaluated, workload=goal.workload, target=goal.target, fingerprint=self.fingerprint,
                          shapes=shapes, run_id=run.id)
+        lessons += groups.project(list(wl.groups), lessons)
         lessons += promote(evaluated, lessons, self._template(goal, wl), run_id=run.id, shapes=shapes,
                            workload=goal.workload, target=goal.target)
         for lesson in lessons:
@@ -464,7 +466,11 @@ class Engine:
     def _lessons(self, goal: Goal, shapes=None):
         wl = workloads.get(goal.workload)
         shapes = shapes or wl.goal_shapes(goal.shapes)
-        return self.knowledge.relevant(goal.workload, goal.target, self.fingerprint, shapes, 20)
+        own = self.knowledge.relevant(goal.workload, goal.target, self.fingerprint, shapes, 20)
+        if not wl.groups or goal.target not in wl.templates:
+            return own
+        return own + groups.seeds(list(wl.groups), wl.template(goal.target).space, self.knowledge, goal.target,
+                                  self.fingerprint, shapes, champions=_champions)
 
     def _cache_key(self, goal: Goal, c: Candidate) -> str:
         blob = json.dumps([c.key, goal.target, goal.shapes, goal.metric, goal.eval_settings, self.fingerprint],
@@ -474,6 +480,15 @@ class Engine:
     def _emit(self, run_id: int, event_kind: str, **data) -> None:
         self.sink.emit(run_id, make_event(event_kind, **data))
 
+
+
+def _champions(workload: str, target: str) -> list:
+    """A built-in workload's library champions as ``[(bucket, params)]`` (none when unreadable)."""
+    from kernels import library
+    try:
+        return [(bucket, m.get("params") or {}) for bucket, m in library.champions(workload, target).items()]
+    except (OSError, ValueError, library.LibraryError):
+        return []
 
 
 @dataclass

@@ -124,6 +124,7 @@ def build(path: Path) -> Workload:
         shape_dims=tuple(imp.dims),
         flop_bound=bool(meta.get("flop_bound")),
         max_source_bytes=source_limit(Path(path) / "kernel.c"),
+        groups=tuple(meta.get("groups") or ()),
     )
 
 
@@ -182,4 +183,4 @@ def in_memory(name: str, graph, params: dict, folder: Path, *, distributions=("m
         make_inputs=make, reference=ref, flops=lambda s: flops, bytes_moved=lambda s: nbytes,
         out_shapes=lambda s: {f"out{k}": graph.shape_of(o) for k, o in enumerate(graph.outputs)},
         templates={"cpu": Template("cpu", {"generated": "kernel.c"}, prog.space, folder=folder)},
-        shape_dims=tuple(d for d, _ in shape.dims))
+        shape_dims=tuple(d for d, _ in shape.dims), groups=tuple(prog.groups))

@@ -1,4 +1,5 @@
-"""seeded: start from what earlier runs learned (best configs, then their neighbourhoods)."""
+"""seeded: start from what earlier runs learned (best configs, then their neighbourhoods) — for a
+generated program also the configs composed from its groups' lessons (swarm/knowledge/groups.py)."""
 from swarm.agents.base import Context, describe_change, neighbours
 from swarm.types import CandidateDraft
 
@@ -22,9 +23,9 @@ class Seeded:
         for lsn in configs:
             params = _completed(ctx, lsn.data.get("params", {}))
             if ctx.fresh(params) and params not in [d.params for d in out]:
-                out.append(CandidateDraft(params, self.name,
-                                          f"best config from lesson #{lsn.id} ({lsn.data.get('score', 0):.2f}x at "
-                                          f"{lsn.shape_bucket})"))
+                note = (f"a config {lsn.text}" if lsn.data.get("composed") else
+                        f"best config from lesson #{lsn.id} ({lsn.data.get('score', 0):.2f}x at {lsn.shape_bucket})")
+                out.append(CandidateDraft(params, self.name, note))
             if len(out) >= n:
                 return out
         # Then the neighbourhood of the remembered configs (shapes differ a little).

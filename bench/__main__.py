@@ -13,6 +13,8 @@ BENCHMARKS = {
                              "equal budgets (docs/benchmarks.md; `make bench`)"),
     "harness": ("bench.harness_speed", "the harness itself: seconds per evaluation, ratio spread (`make bench-harness`)"),
     "swarm": ("bench.swarm_bench", "the swarm alone: search efficiency, self-improvement, transfer to a nearby shape"),
+    "group-lessons": ("bench.group_lessons", "own ops: a second problem sharing a fusion-group signature, with the "
+                                             "first's lessons vs cold (docs/ownops.md)"),
     "fleet": ("bench.fleet_throughput", "evaluations per minute with 1 and 2 CPU workers (`make bench-fleet`)"),
     "live-latency": ("bench.live_latency", "commit → row shown on the run page in Chromium"),
     "replay": ("bench.replay", "searchers replayed against a stored result's table (seconds, nothing measured)"),

@@ -167,16 +167,23 @@ def seeds(groups: list[dict], space, knowledge, target: str, fingerprint: str, s
         return effects
     out, seen = [], []
     for r in range(RANKS):
-        params, origins = dict(space.default()), []
+        params, origins, chosen = dict(space.default()), [], set()
         for g in groups:
             found = per_group.get(id(g))
             if not found:
                 continue
             own, origin = found[min(r, len(found) - 1)]
-            trial = {**params, **legal_knobs(space, own)}
+            own = legal_knobs(space, own)
+            bit = g.get("fuse") if g.get("form") else None
+            if bit in space.names:
+                if bit in chosen:
+                    continue      # the other form of this edge was composed already
+                own[bit] = type(space.default()[bit])(g["form"] == "fused")   # the form that was learnt
+            trial = {**params, **own}
             if not space.violations(trial, shapes):
                 params = trial
-                origins.append(f"G{g['id']} ← {origin}")
+                chosen.add(bit)
+                origins.append(f"G{g['id']} ({g['form']}) ← {origin}" if bit else f"G{g['id']} ← {origin}")
         if not origins or params in seen:
             continue
         seen.append(params)

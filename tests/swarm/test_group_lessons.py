@@ -169,3 +169,28 @@ def test_a_remembered_setting_that_breaks_a_constraint_is_left_out():
                             fingerprint="host-a", shape_bucket="2^6x2^6x2^6", text="t",
                             data={"subject": "rank1", "params": {"MR": 5, "MC": 48}}))   # 48 % 5 != 0
     assert groups.seeds([g], space, knowledge, "cpu", "host-a", [shape]) == []
+
+
+def test_a_remembered_form_of_a_fusable_edge_sets_its_fusion_bit():
+    """Lessons about the unfused matmul (FUSE_0=0 in the teacher's best) compose FUSE_0=0 with
+    those knobs, not the knobs under the default fused form."""
+    from kernels.spec import DesignSpace, Param
+    plain = {"family": "matmul", "m": 64, "n": 64, "k": 64, "batch": 1, "epilogue": [], "transposed_b": True,
+             "matches": "matmul"}
+    fused = {**plain, "epilogue": ["add"], "matches": None}
+    space = DesignSpace((Param("FUSE_0", "bool", default=1), Param("G0_MR", "choice", choices=(4, 6), default=6)))
+    forms = [{"id": 0, "family": "matmul", "form": "fused", "fuse": "FUSE_0", "knobs": ["G0_MR"], "signature": fused},
+             {"id": 0, "family": "matmul", "form": "unfused", "fuse": "FUSE_0", "knobs": ["G0_MR"],
+              "signature": plain}]
+    knowledge = InMemoryKnowledge()
+    knowledge.record(Lesson(kind="best_config", workload=groups.signature_key(plain), target="cpu",
+                            fingerprint="host-a", shape_bucket="2^6x2^6x2^6", text="t",
+                            data={"subject": "rank1", "params": {"MR": 4}}))
+    out = groups.seeds(forms, space, knowledge, "cpu", "host-a", [Shape.of(m=64, n=64, k=64)])
+    assert out[0].data["params"] == {"FUSE_0": 0, "G0_MR": 4}
+    assert "(unfused)" in out[0].text
+    # and projecting a run's best onto its groups keeps only the form that ran
+    best = Lesson(kind="best_config", workload="p", target="cpu", fingerprint="host-a", shape_bucket="", text="",
+                  data={"subject": "rank1", "params": {"FUSE_0": 1, "G0_MR": 6}, "score": 1.5})
+    projected = groups.project(forms, [best])
+    assert [lsn.workload for lsn in projected] == [groups.signature_key(fused)]

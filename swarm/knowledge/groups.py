@@ -146,6 +146,7 @@ def seeds(groups: list[dict], space, knowledge, target: str, fingerprint: str, s
     """Whole-program ``best_config`` (and ``param_effect``) lessons for a problem, composed from
     what is known about each of its groups. ``champions(workload, target)`` lists a built-in
     workload's library champions (``[(bucket, params)]``); None: lessons only."""
+    knowledge, champions = _Memo(knowledge), _memo_champions(champions)   # a decoder repeats its groups
     per_group: dict[int, list[tuple[dict, str]]] = {}
     effects: list[Lesson] = []
     for g in groups:
@@ -193,6 +194,31 @@ def seeds(groups: list[dict], space, knowledge, target: str, fingerprint: str, s
                           data={"subject": f"composed{r + 1}", "params": params, "score": 0.0,
                                 "composed": True}))
     return out + effects
+
+
+class _Memo:
+    """One store query per (key, sizes) within one composition."""
+
+    def __init__(self, knowledge):
+        self.knowledge, self.seen = knowledge, {}
+
+    def relevant(self, workload, target, fingerprint, shapes, k=20):
+        key = (workload, target, fingerprint, tuple(s.dims for s in shapes), k)
+        if key not in self.seen:
+            self.seen[key] = self.knowledge.relevant(workload, target, fingerprint, shapes, k)
+        return self.seen[key]
+
+
+def _memo_champions(champions):
+    if champions is None:
+        return None
+    seen = {}
+
+    def memo(name, target):
+        if (name, target) not in seen:
+            seen[(name, target)] = list(champions(name, target))
+        return seen[(name, target)]
+    return memo
 
 
 def _remembered(g: dict, knowledge, target: str, fingerprint: str, champions) -> list[tuple[dict, str]]:

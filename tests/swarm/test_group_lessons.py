@@ -194,3 +194,24 @@ def test_a_remembered_form_of_a_fusable_edge_sets_its_fusion_bit():
                   data={"subject": "rank1", "params": {"FUSE_0": 1, "G0_MR": 6}, "score": 1.5})
     projected = groups.project(forms, [best])
     assert [lsn.workload for lsn in projected] == [groups.signature_key(fused)]
+
+
+@pytest.mark.django_db
+def test_group_lessons_go_through_the_django_knowledge_store(two_problems):
+    """The same transfer with PostgreSQL's lesson table (the store the web app and workers use)."""
+    from int21web.runs import models as m
+    from int21web.runs import services
+
+    def goal(name, shape):
+        return Goal(workload=name, shapes=[shape], population=4, seed=2,
+                    budget=Budget(evaluations=8, stagnation_generations=None))
+    rid_a = services.run_start(goal=goal("prob_a", "64x256"), executor=Landscape())
+    services.run_drive(run_id=rid_a, executor=Landscape())
+    rows = m.Lesson.objects.filter(run_id=rid_a, workload__startswith="group:reduction:")
+    assert rows.filter(kind="best_config").exists()
+    assert "row reduction amax,sub,exp,sum,div at 64x256" in rows.first().text
+    shape_b = "x".join(str(v) for _, v in two_problems["prob_b"].shapes.typical[0].dims)
+    rid_b = services.run_start(goal=goal("prob_b", shape_b), executor=Landscape())
+    services.run_drive(run_id=rid_b, executor=Landscape())
+    seeded = m.Candidate.objects.filter(run_id=rid_b, agent="seeded").order_by("id").first()
+    assert seeded is not None and "composed from what is known of its groups" in seeded.rationale

@@ -15,9 +15,10 @@ draw). Reported: best-so-far after 5, 10 and the budget's evaluations (medians o
 seeds ahead / level / behind), and the evaluations the run with lessons needs to reach the
 cold run's final best.
 
-The default pair shares the GEMM + bias group (``matmul+add``, 256x1024x1024 in both) and
-nothing else (their reductions differ): ``l2_gemm_logsumexp_relu`` then
-``l2_gemm_max_subtract_gelu``.
+The default pair shares the GEMM + bias group (``matmul+add``) and nothing else (their
+reductions differ): ``l2_gemm_logsumexp_relu`` at 64x512x512, then ``l2_gemm_max_subtract_gelu``
+at 128x512x512 — nearby sizes, so the lessons come from another bucket (at the files' own
+256x1024x1024 a naive-GEMM point costs minutes to judge on this host: ``--first-set``/``--second-set``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -41,12 +43,24 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "bench" / "ownops" / "problems"
 
 
-def _import(path: Path) -> str:
+def with_constants(source: str, text: str) -> str:
+    """The problem file with module constants set (``batch_size=64,in_features=512``): the
+    same problem at other sizes, written as a user would edit it."""
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        source, n = re.subn(rf"^{re.escape(name.strip())}\s*=.*$", f"{name.strip()} = {int(value)}", source,
+                            count=1, flags=re.M)
+        if not n:
+            raise SystemExit(f"no module constant {name.strip()!r} to set")
+    return source
+
+
+def _import(path: Path, constants: str, name: str) -> str:
     from kernels.graph import service
-    res = service.import_problem(path.read_text(), name=path.stem)
+    res = service.import_problem(with_constants(path.read_text(), constants), name=name)
     if not res.ok:
-        raise SystemExit(f"{path}: not imported: {res.reason}")
-    return path.stem
+        raise SystemExit(f"{path}: not imported: {res.failure}")
+    return name
 
 
 def _shared(first: str, second: str) -> list[str]:
@@ -61,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench group-lessons", description=__doc__.split("\n\n")[0])
     ap.add_argument("--first", type=Path, default=PROBLEMS / "l2_gemm_logsumexp_relu.py")
     ap.add_argument("--second", type=Path, default=PROBLEMS / "l2_gemm_max_subtract_gelu.py")
+    ap.add_argument("--first-set", default="batch_size=64,in_features=512,out_features=512",
+                    help="module constants of the first problem (sized so that a search fits in minutes here)")
+    ap.add_argument("--second-set", default="batch_size=128,in_features=512,out_features=512",
+                    help="module constants of the second problem")
     ap.add_argument("--budget", type=int, default=16, help="evaluations of the cold run on the first problem")
     ap.add_argument("--second-budget", type=int, default=8, help="evaluations of each run on the second problem")
     ap.add_argument("--seeds", type=int, default=3)
@@ -72,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds, args.budget, args.second_budget = 1, 8, 4
     os.environ.setdefault("INT21_OPS_DIR", tempfile.mkdtemp(prefix="int21-group-lessons-"))
     t0 = time.monotonic()
-    first, second = _import(args.first), _import(args.second)
+    first = _import(args.first, args.first_set, f"{args.first.stem}_first")
+    second = _import(args.second, args.second_set, f"{args.second.stem}_second")
     shared = _shared(first, second)
     print(f"{first} → {second}; group signatures in common: {', '.join(shared) or 'none'}", flush=True)
     if not shared:
@@ -103,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "group-lessons", "command": " ".join(["python -m bench group-lessons", *argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": cpu_fingerprint(), "first": first, "second": second, "shared_signatures": shared,
+        "constants": {first: args.first_set, second: args.second_set},
         "shapes": shape_of, "budget": args.budget, "second_budget": args.second_budget, "seeds": args.seeds,
         "confirmation_evaluations": confirmations, "at": {str(k): v for k, v in at.items()},
         "warm_evaluations_to_cold_final_best": reach, "curves": curves,

@@ -70,6 +70,18 @@ def _shared(first: str, second: str) -> list[str]:
                    if k in keys})
 
 
+def point_quality(traces: dict) -> dict:
+    """How good the points each kind of run spent its budget on were (first measurements):
+    the median score and how many reached 1x, over all seeds."""
+    import statistics
+    out = {}
+    for kind in ("warm", "cold"):
+        scores = [sc for runs in traces.values() for _, sc in runs[kind]]
+        out[kind] = {"n": len(scores), "median": statistics.median(scores) if scores else 0.0,
+                     "at_least_1x": sum(1 for sc in scores if sc >= 1.0)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="python -m bench group-lessons", description=__doc__.split("\n\n")[0])
@@ -118,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                      for kind, trace in runs.items()} for seed, runs in traces.items()}
     at = compare(curves, args.second_budget)
     reach = {seed: evals_to(c["warm"], c["cold"][-1]) for seed, c in curves.items()}
+    points = point_quality(traces)
     result = {
         "benchmark": "group-lessons", "command": " ".join(["python -m bench group-lessons", *argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -125,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "constants": {first: args.first_set, second: args.second_set},
         "shapes": shape_of, "budget": args.budget, "second_budget": args.second_budget, "seeds": args.seeds,
         "confirmation_evaluations": confirmations, "at": {str(k): v for k, v in at.items()},
-        "warm_evaluations_to_cold_final_best": reach, "curves": curves,
+        "warm_evaluations_to_cold_final_best": reach, "points": points, "curves": curves,
         "traces": {s: {k: [[p, sc] for p, sc in t] for k, t in r.items()} for s, r in traces.items()},
         "distinct_points_measured": t_first.evaluator_calls + t_second.evaluator_calls,
         "seconds": time.monotonic() - t0, "tables": {first: list(t_first.rows.values()),
@@ -138,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['warm_behind_seeds']})")
     print("  evaluations with lessons to reach the cold run's final best: "
           + ", ".join(f"seed {s}: {v if v is not None else 'not reached'}" for s, v in reach.items()))
+    for kind in ("warm", "cold"):
+        print(f"  {kind}: median score of the points evaluated {points[kind]['median']:.2f}x, "
+              f"{points[kind]['at_least_1x']} of {points[kind]['n']} at least 1x")
     out = args.out or ROOT / "bench" / "results" / f"group-lessons-{datetime.date.today()}-{platform.node() or 'host'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=str))

@@ -97,6 +97,7 @@ def release(name: str, chosen: dict, *, ops_dir=None) -> Release:
             "weight_args": weight_args, "shapes": shapes,
             "tolerance": {"atol": wl.tolerance.atol, "rtol": wl.tolerance.rtol, "rel_rmse": wl.tolerance.rel_rmse},
             "entry_point": c_signature(wl.args, f"{name}_{phase}"),
+            "groups": group_summary(info["workload"], params, ops_dir=ops_dir),
         }
     embed = _embedding(record)
     if embed is not None:
@@ -157,3 +158,19 @@ def example_case(manifest: dict, *, ops_dir=None) -> list[dict]:
             ins2["kv"] = ("output", 0, "out1")
             calls.append({"phase": "decode", "shape": match[0], "inputs": ins2, "expected": want2})
     return calls
+
+
+def group_summary(workload: str, params: dict, *, ops_dir=None) -> list[dict]:
+    """One row per fusion group of a phase's program: its family, the ops it fuses, what it
+    matches, its cost at the typical shape, and the knobs as ``params`` tunes them."""
+    imp = _imported(workload, ops_dir)
+    rows = []
+    for g in imp.meta.get("groups", []):
+        if g.get("form") in ("unfused", "split"):
+            continue
+        sig = g.get("signature") or {}
+        rows.append({"id": g["id"], "family": g["family"], "ops": sig.get("ops") or [sig.get("family", g["family"])],
+                     "matches": sig.get("matches"), "members": len(g.get("members", [])),
+                     "flops": g.get("flops"), "bytes": g.get("bytes"),
+                     "knobs": {k: params.get(k) for k in g.get("knobs", [])}})
+    return rows

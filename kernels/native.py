@@ -13,6 +13,8 @@ digest in its manifest, the manifest must record the approvals its goal required
 the library is keyed (``INT21_LIBRARY_KEY``), the manifest's signature must verify. The
 shared object is built from that source with the harness's flags and cached beside a digest
 of its own bytes; a built file that no longer matches is never loaded (it is built again).
+``verify`` (the check), ``signed``, ``build`` and ``define_op`` are shared with approved
+engines (:mod:`kernels.engine.native`, ``kernels.library.load_engine``).
 """
 from __future__ import annotations
 

@@ -19,6 +19,17 @@ Layout (written by the web app's promotion service, read here; no database neede
 
 ``root`` is ``INT21_LIBRARY_DIR``, else ``$INT21_VAR_DIR/library``, else ``var/library``
 in the repository.
+
+Engines (docs/engine.md) are promoted as one unit, each version a folder of its own:
+
+    <root>/_engines/<name>/v0002/<phase>.c        one per phase (prefill.c, decode.c)
+    <root>/_engines/<name>/v0002/weights.bin      float32, every phase's weights (manifest: layout)
+    <root>/_engines/<name>/v0002/manifest.json
+    <root>/_engines/<name>/current.json           {"version": "v0002"}
+
+(``_engines`` cannot be a workload's name.) ``load_engine(name)`` returns the approved
+engine loaded IN-PROCESS (:mod:`kernels.engine.native`): approval is the trust boundary, and
+only the bytes whose digests the reviewers approved are built and loaded.
 """
 from __future__ import annotations
 
@@ -101,6 +112,61 @@ def set_champion(workload: str, target: str, bucket: str, version: int, root: st
     tmp = folder / f".champions-{os.getpid()}.json"
     tmp.write_text(json.dumps(current, indent=2, sort_keys=True))
     os.replace(tmp, path)
+
+
+ENGINES = "_engines"
+
+
+def engine_folder(name: str, root: str | Path | None = None) -> Path:
+    return library_dir(root) / ENGINES / name
+
+
+def write_engine_version(manifest: dict, sources: dict, weights: bytes, root: str | Path | None = None) -> Path:
+    """Write one promoted engine version (a source per phase, the weights, the manifest)
+    atomically, then point ``current.json`` at it. Returns the version's folder."""
+    folder = engine_folder(manifest["engine"], root)
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / version_name(manifest["version"])
+    tmp = Path(tempfile.mkdtemp(prefix=".incoming-", dir=folder))
+    for phase, source in sources.items():
+        (tmp / manifest["phases"][phase]["source_file"]).write_text(source)
+    (tmp / manifest["weights"]["file"]).write_bytes(weights)
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    pointer = folder / f".current-{os.getpid()}.json"
+    pointer.write_text(json.dumps({"version": version_name(manifest["version"])}))
+    os.replace(pointer, folder / "current.json")
+    return final
+
+
+def engine_files(name: str, version: int | None = None, root: str | Path | None = None) -> tuple[dict, dict, bytes]:
+    """(manifest, {phase: source}, weights bytes) of an engine version (the current one by
+    default), as they are on disk: NOT checked here (``kernels.engine.native`` checks them
+    against the manifest before anything is built). Raises :class:`LibraryError`."""
+    folder = engine_folder(name, root)
+    try:
+        vname = version_name(version) if version else json.loads((folder / "current.json").read_text())["version"]
+        manifest = json.loads((folder / vname / "manifest.json").read_text())
+        sources = {phase: (folder / vname / info["source_file"]).read_text()
+                   for phase, info in manifest["phases"].items()}
+        weights = (folder / vname / manifest["weights"]["file"]).read_bytes()
+    except FileNotFoundError as exc:
+        raise LibraryError(f"no promoted engine {name!r}{f' v{version}' if version else ''} in {library_dir(root)} "
+                           f"({Path(exc.filename).name} is missing)") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LibraryError(f"{folder}: the engine's manifest does not read ({type(exc).__name__}: {exc})") from None
+    return manifest, sources, weights
+
+
+def load_engine(name: str, version: int | None = None, *, root: str | Path | None = None):
+    """The approved engine ``name`` (its current version, or ``version``), loaded into this
+    process: ``eng.prefill(tokens)`` → (logits, kv), ``eng.decode(token, kv)`` → (logits,
+    kv rows); see :class:`kernels.engine.native.NativeEngine`. Raises :class:`LibraryError`
+    when there is none or when its files do not match what was approved."""
+    from kernels.engine import native
+    return native.load_engine(name, version, root=root)
 
 
 # --------------------------------------------------------------------------- reading

@@ -13,6 +13,8 @@ digest in its manifest, the manifest must record the approvals its goal required
 the library is keyed (``INT21_LIBRARY_KEY``), the manifest's signature must verify. The
 shared object is built from that source with the harness's flags and cached beside a digest
 of its own bytes; a built file that no longer matches is never loaded (it is built again).
+``verify`` (the check), ``signed``, ``build`` and ``define_op`` are shared with approved
+engines (:mod:`kernels.engine.native`, ``kernels.library.load_engine``).
 """
 from __future__ import annotations
 
@@ -41,31 +43,50 @@ def _key() -> bytes | None:
     return raw.encode() if raw else None
 
 
-def signature(manifest: dict, key: bytes) -> str:
-    body = json.dumps({k: manifest.get(k) for k in SIGNED_FIELDS}, sort_keys=True, default=str)
+def signature(manifest: dict, key: bytes, fields=SIGNED_FIELDS) -> str:
+    body = json.dumps({k: manifest.get(k) for k in fields}, sort_keys=True, default=str)
     return hmac.new(key, body.encode(), "sha256").hexdigest()
+
+
+def signed(manifest: dict, fields=SIGNED_FIELDS) -> dict:
+    """``manifest`` with its signature, when this library is keyed (``INT21_LIBRARY_KEY``); as
+    it is otherwise. The promotion services sign what they write to the library folder."""
+    key = _key()
+    if key is None:
+        return manifest
+    return {**manifest, "signature": signature(manifest, key, fields)}
+
+
+def verify(manifest: dict, where: str, files, fields=SIGNED_FIELDS) -> None:
+    """Raise LibraryError unless every ``(what, content, digest)`` in ``files`` matches its
+    digest, the manifest records the approvals its proposal required, and, in a keyed
+    library, the manifest's signature over ``fields`` verifies. The one check in front of
+    every in-process load (kernels here, engines in :mod:`kernels.engine.native`)."""
+    for what, content, digest in files:
+        got = hashlib.sha256(content if isinstance(content, bytes) else content.encode()).hexdigest()
+        if not digest or got != digest:
+            raise LibraryError(f"{where}: {what} does not match the digest its reviewers approved")
+    approvals = manifest.get("approvals") or []
+    needed = int((manifest.get("proposal") or {}).get("required_approvals") or 1)
+    if len(approvals) < needed:
+        raise LibraryError(f"{where}: the manifest records {len(approvals)} approval(s) of the {needed} "
+                           "required: only approved code runs in-process")
+    key = _key()
+    if key is not None:
+        sig = manifest.get("signature")
+        if not sig or not hmac.compare_digest(sig, signature(manifest, key, fields)):
+            raise LibraryError(f"{where}: the manifest's signature does not verify under this library's key")
 
 
 def check_approved(manifest: dict, source: str) -> None:
     """Raise LibraryError unless ``source`` is what the manifest's reviewers approved."""
     where = f"{manifest.get('workload')} v{manifest.get('version')} on {manifest.get('target')}"
-    if library.sha256(source) != manifest.get("source_sha256"):
-        raise LibraryError(f"{where}: the kernel source does not match the digest its reviewers approved")
-    approvals = manifest.get("approvals") or []
-    needed = int((manifest.get("proposal") or {}).get("required_approvals") or 1)
-    if len(approvals) < needed:
-        raise LibraryError(f"{where}: the manifest records {len(approvals)} approval(s) of the {needed} "
-                           "required: only approved kernels run in-process")
-    key = _key()
-    if key is not None:
-        sig = manifest.get("signature")
-        if not sig or not hmac.compare_digest(sig, signature(manifest, key)):
-            raise LibraryError(f"{where}: the manifest's signature does not verify under this library's key")
+    verify(manifest, where, [("the kernel source", source, manifest.get("source_sha256"))])
 
 
 # --------------------------------------------------------------------------- building
 
-def _build(source: str, params: dict) -> Path:
+def build(source: str, params: dict) -> Path:
     """The approved source as a shared object, built with the harness's CPU flags; cached by
     content, with a digest of the built bytes kept beside it and checked on every load."""
     from kernels.targets.cpu import CC, BASE_FLAGS, compiler_version, include_digest
@@ -87,7 +108,7 @@ def _build(source: str, params: dict) -> Path:
         done = subprocess.run([CC, *flags, "-o", str(out), str(src), "-lm"], capture_output=True, text=True,
                               timeout=120)
         if done.returncode != 0:
-            raise LibraryError(f"the approved kernel did not build here: {done.stderr.strip()[-300:]}")
+            raise LibraryError(f"the approved code did not build here: {done.stderr.strip()[-300:]}")
         data = out.read_bytes()
     tmp_so = folder / f".{key}.{os.getpid()}.tmp"
     tmp_so.write_bytes(data)
@@ -166,12 +187,26 @@ def load(workload: str, target: str = "cpu", shape_bucket: str | None = None, *,
     manifest = found[shape_bucket] if shape_bucket else max(found.values(), key=lambda m: m["version"])
     source = manifest.pop("source")
     check_approved(manifest, source)
-    return NativeKernel(workload, manifest, _build(source, manifest.get("params") or {}))
+    return NativeKernel(workload, manifest, build(source, manifest.get("params") or {}))
 
 
 # --------------------------------------------------------------------------- torch
 
 _OPS: dict[str, object] = {}
+
+
+def define_op(name: str, schema: str, impl, fake):
+    """Register ``int21::<name>`` once per process as a ``torch.library`` custom op on CPU
+    (``impl``) with a fake implementation for tracing (``fake``); returns the op's callable.
+    The kernel ops and the engine phases' ops (:mod:`kernels.engine.native`) both go through it."""
+    import torch
+    qualified = f"int21::{name}"
+    if qualified not in _OPS:
+        torch.library.define(qualified, schema)
+        torch.library.impl(qualified, "CPU")(impl)
+        torch.library.register_fake(qualified)(fake)
+        _OPS[qualified] = getattr(torch.ops.int21, name)
+    return _OPS[qualified]
 
 
 def torch_op(workload: str, target: str = "cpu", shape_bucket: str | None = None, *, root=None):
@@ -181,14 +216,13 @@ def torch_op(workload: str, target: str = "cpu", shape_bucket: str | None = None
     import torch
     kernel = load(workload, target, shape_bucket, root=root)
     wl = workloads.get(workload)
-    name = f"int21::{workload}_v{kernel.manifest['version']}"
-    if name in _OPS:
-        return _OPS[name]
+    name = f"{workload}_v{kernel.manifest['version']}"
+    if f"int21::{name}" in _OPS:
+        return _OPS[f"int21::{name}"]
     in_names, out_names = wl.input_names(), wl.output_names()
     scalar_names = [a.name for a in wl.args if a.kind == "f32"]
     params = ", ".join([f"Tensor {n}" for n in in_names] + [f"float {n}=0.0" for n in scalar_names])
     returns = "Tensor" if len(out_names) == 1 else "(" + ", ".join("Tensor" for _ in out_names) + ")"
-    torch.library.define(name, f"({params}) -> {returns}")
     raw, args = kernel.raw, wl.args
 
     def shapes_for(tensors):
@@ -197,7 +231,6 @@ def torch_op(workload: str, target: str = "cpu", shape_bucket: str | None = None
 
     cache = {}
 
-    @torch.library.impl(name, "CPU")
     def _impl(*tensors_and_scalars):
         tensors = dict(zip(in_names, tensors_and_scalars[:len(in_names)]))
         scalars = dict(zip(scalar_names, tensors_and_scalars[len(in_names):]))
@@ -221,13 +254,10 @@ def torch_op(workload: str, target: str = "cpu", shape_bucket: str | None = None
         raw(*values)
         return outs[out_names[0]] if len(out_names) == 1 else tuple(outs[n] for n in out_names)
 
-    @torch.library.register_fake(name)
     def _fake(*tensors_and_scalars):
         tensors = dict(zip(in_names, tensors_and_scalars[:len(in_names)]))
         _, shapes = shapes_for(tensors)
         made = [tensors_and_scalars[0].new_empty(shapes[n]) for n in out_names]
         return made[0] if len(made) == 1 else tuple(made)
 
-    op = getattr(getattr(torch.ops, "int21"), name.split("::")[1])
-    _OPS[name] = op
-    return op
+    return define_op(name, f"({params}) -> {returns}", _impl, _fake)

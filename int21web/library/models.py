@@ -20,6 +20,31 @@ class Comment(models.Model):
         ordering = ["id"]
 
 
+class EngineProposal(models.Model):
+    """An engine proposed for promotion as one unit: its phases' champion candidates, each
+    a phase :class:`Proposal` (``phases``) that goes through the same gate as a kernel's —
+    the goal's approvals, no approving a run you started, dismissal on a different result,
+    the held-out re-check in a fresh sandbox — approved and decided together. When every
+    phase's re-check has passed, one :class:`EngineVersion` is promoted."""
+
+    STATES = [(s, s) for s in ("open", "changes_requested", "rechecking", "recheck_failed", "promoted")]
+    OPEN_STATES = ("open", "rechecking")
+
+    engine = models.ForeignKey("ops.Engine", on_delete=models.CASCADE, related_name="proposals")
+    state = models.CharField(max_length=20, choices=STATES, default="open")
+    note = models.TextField(blank=True)
+    required_approvals = models.PositiveSmallIntegerField(default=1)
+    proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.CharField(max_length=500, blank=True, help_text="why it is in its state, in words")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["engine"], condition=Q(state__in=["open", "rechecking"]),
+                                               name="one_open_proposal_per_engine")]
+
+
 class Proposal(models.Model):
     """A candidate proposed for promotion into the library: a pull request for a kernel.
 
@@ -41,6 +66,9 @@ class Proposal(models.Model):
     recheck = models.ForeignKey("runs.Evaluation", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="+", help_text="the held-out re-evaluation before promotion")
     reason = models.CharField(max_length=500, blank=True, help_text="why it is in its state, in words")
+    engine_proposal = models.ForeignKey(EngineProposal, null=True, blank=True, on_delete=models.CASCADE,
+                                        related_name="phases", help_text="set when it is one phase of an engine's")
+    phase = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -101,6 +129,29 @@ class KernelVersion(models.Model):
         return f"{self.workload} on {self.target} v{self.version}"
 
 
+class EngineVersion(models.Model):
+    """A promoted engine: versioned per engine name; its phases' sources and params, and the
+    manifest (model, phases with their digests and shapes, weights layout, approvals, every
+    phase's evidence). The weights are written beside it in the library folder."""
+
+    engine_name = models.CharField(max_length=64)
+    version = models.PositiveIntegerField()
+    engine = models.ForeignKey("ops.Engine", null=True, on_delete=models.SET_NULL, related_name="versions")
+    proposal = models.OneToOneField(EngineProposal, null=True, on_delete=models.SET_NULL, related_name="version")
+    sources = models.JSONField(help_text="{phase: source}")
+    params = models.JSONField(help_text="{phase: params}")
+    manifest = models.JSONField()
+    promoted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["engine_name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["engine_name", "version"], name="version_per_engine")]
+
+    def __str__(self):
+        return f"engine {self.engine_name} v{self.version}"
+
+
 class AuditEntry(models.Model):
     """Append-only: every decision at the gate (who, what, when, before → after)."""
 
@@ -109,6 +160,7 @@ class AuditEntry(models.Model):
     action = models.CharField(max_length=40)
     candidate = models.ForeignKey("runs.Candidate", null=True, on_delete=models.SET_NULL, related_name="+")
     proposal = models.ForeignKey(Proposal, null=True, on_delete=models.SET_NULL, related_name="audit")
+    engine_proposal = models.ForeignKey(EngineProposal, null=True, on_delete=models.SET_NULL, related_name="audit")
     before = models.JSONField(default=dict)
     after = models.JSONField(default=dict)
     message = models.TextField(blank=True)

@@ -183,6 +183,7 @@ def proposal_row(p: Proposal) -> dict:
 
 def review_queue(user) -> dict:
     base = Proposal.objects.select_related("candidate__run", "proposed_by").prefetch_related("reviews")
+    base = base.filter(engine_proposal__isnull=True)      # an engine's phases are reviewed with their engine
     open_ = [proposal_row(p) for p in base.filter(state__in=Proposal.OPEN_STATES).order_by("id")]
     decided = [proposal_row(p) for p in base.exclude(state__in=Proposal.OPEN_STATES).order_by("-updated_at")[:20]]
     proposed = set(Proposal.objects.filter(state__in=Proposal.OPEN_STATES + ("promoted",))
@@ -201,11 +202,13 @@ def review_queue(user) -> dict:
         row["already"] = any(r.reviewer_id == user.pk for r in row["approvals"])
     return {"open": open_, "decided": decided, "ready": ready,
             "is_reviewer": has_role(user, "reviewer"), "is_engineer": has_role(user, "engineer"),
-            "audit": list(AuditEntry.objects.select_related("proposal")[:30])}
+            "audit": list(AuditEntry.objects.select_related("proposal")[:30]), **engine_queue()}
 
 
 def open_proposal_count() -> int:
-    return Proposal.objects.filter(state__in=Proposal.OPEN_STATES).count()
+    from int21web.library.models import EngineProposal
+    return (Proposal.objects.filter(state__in=Proposal.OPEN_STATES, engine_proposal__isnull=True).count()
+            + EngineProposal.objects.filter(state__in=EngineProposal.OPEN_STATES).count())
 
 
 def library_index() -> dict:
@@ -216,7 +219,8 @@ def library_index() -> dict:
         g["versions"].append(kv)
         if kv.champion:
             g["champions"].append(kv)
-    return {"groups": [{"workload": w, "target": t, **g} for (w, t), g in sorted(groups.items())]}
+    return {"groups": [{"workload": w, "target": t, **g} for (w, t), g in sorted(groups.items())],
+            "engine_versions": engine_versions()}
 
 
 def kernel_detail(kernel_id: int) -> dict:
@@ -271,3 +275,103 @@ def knowledge(workload: str = "", target: str = "") -> dict:
             "workload": workload, "target": target,
             "workloads": sorted(set(rm.Lesson.objects.values_list("workload", flat=True))),
             "targets": sorted(set(rm.Lesson.objects.values_list("target", flat=True)))}
+
+
+# --------------------------------------------------------------------------- engines
+
+def _engine_phase_row(prop: Proposal) -> dict:
+    from kernels.engine import release
+    cand = prop.candidate
+    result = current_result(cand)
+    try:
+        groups = release.group_summary(cand.run.spec["workload"], cand.params)
+    except (LookupError, OSError, ValueError):
+        groups = []             # the phase's import is gone from this host's ops store
+    return {"p": prop, "phase": prop.phase, "cand": cand, "result": result, "meets": goal_check(cand, result),
+            "correctness": correctness_rows(result.get("outcome")), "groups": groups,
+            "reviews": list(prop.reviews.all()), "approved": approvals(prop).count()}
+
+
+def engine_review(proposal_id: int, user) -> dict:
+    """An engine proposal as reviewers see it: every phase's candidate with its verdict
+    evidence (status, speedups, correctness by shape) and its fusion groups as tuned."""
+    from int21web.library.engines import engine_approvals
+    from int21web.library.models import EngineProposal
+    ep = EngineProposal.objects.select_related("engine", "proposed_by").filter(pk=proposal_id).first()
+    if ep is None:
+        raise Http404(f"No engine proposal #{proposal_id}")
+    phases = [_engine_phase_row(p) for p in ep.phases.select_related("candidate__run", "recheck").order_by("phase")]
+    names = engine_approvals(ep)
+    uid = user.pk if user.is_authenticated else None
+    return {"ep": ep, "phases": phases, "approvals": names, "required": ep.required_approvals,
+            "self_run": any(r["cand"].run.started_by_id == uid for r in phases if uid is not None),
+            "already": user.is_authenticated and user.get_username() in names,
+            "version": getattr(ep, "version", None) if hasattr(ep, "version") else None,
+            "is_reviewer": has_role(user, "reviewer"), "is_engineer": has_role(user, "engineer"),
+            "audit": list(AuditEntry.objects.filter(engine_proposal=ep).order_by("-id"))}
+
+
+def engine_queue() -> dict:
+    from int21web.library.engines import engine_approvals
+    from int21web.library.models import EngineProposal
+    rows = EngineProposal.objects.select_related("engine", "proposed_by").prefetch_related("phases")
+    pack = [{"ep": ep, "approved": len(engine_approvals(ep)), "phases": sorted(p.phase for p in ep.phases.all())}
+            for ep in rows.order_by("-id")[:50]]
+    return {"engines_open": [r for r in pack if r["ep"].state in EngineProposal.OPEN_STATES],
+            "engines_decided": [r for r in pack if r["ep"].state not in EngineProposal.OPEN_STATES][:20]}
+
+
+def engine_gate_for(engine) -> dict:
+    """What the engine page says of the gate: its proposals and versions, and whether every
+    phase has a champion to propose."""
+    from int21web.library.engines import champion_candidates
+    champions = champion_candidates(engine)
+    phases = list((engine.record or {}).get("phases") or {})
+    return {"proposals": list(engine.proposals.order_by("-id")[:10]),
+            "versions": list(engine.versions.order_by("-version")),
+            "proposable": bool(phases) and all(p in champions for p in phases)
+            and not engine.proposals.filter(state__in=("open", "rechecking")).exists()}
+
+
+def engine_version_detail(version_id: int) -> dict:
+    from int21web.library.models import EngineVersion
+    ver = EngineVersion.objects.select_related("proposal", "promoted_by").filter(pk=version_id).first()
+    if ver is None:
+        raise Http404(f"No engine version #{version_id}")
+    return {"ver": ver, "m": ver.manifest}
+
+
+def engine_versions() -> list:
+    from int21web.library.models import EngineVersion
+    return list(EngineVersion.objects.order_by("engine_name", "-version"))
+
+
+def engine_proposal_json(ep) -> dict:
+    """The API's engine proposal: its state, approvals and each phase's candidate and result."""
+    from int21web.library.engines import engine_approvals
+    phases = {}
+    for prop in ep.phases.select_related("candidate__run", "recheck").order_by("phase"):
+        result = current_result(prop.candidate)
+        phases[prop.phase] = {"proposal": prop.id, "candidate": prop.candidate_id, "state": prop.state,
+                              "reason": prop.reason, "status": result["status"], "score": result["score"],
+                              "speedup": result["speedup"], "approvals": approvals(prop).count(),
+                              "recheck": {"evaluation": prop.recheck_id, "status": prop.recheck.status or None}
+                              if prop.recheck_id else None}
+    version = getattr(ep, "version", None) if hasattr(ep, "version") else None
+    return {"id": ep.id, "engine": ep.engine.name, "state": ep.state, "reason": ep.reason, "note": ep.note,
+            "required_approvals": ep.required_approvals, "approvals": engine_approvals(ep),
+            "proposed_by": ep.proposed_by.get_username() if ep.proposed_by else None, "phases": phases,
+            "version": {"id": version.id, "version": version.version} if version else None,
+            "page": f"/reviews/engines/{ep.id}/"}
+
+
+def engine_version_json(ver, detail: bool = False) -> dict:
+    out = {"id": ver.id, "engine": ver.engine_name, "version": ver.version,
+           "phases": {p: {"source_sha256": i["source_sha256"], "params": i["params"], "entry_point": i["entry_point"]}
+                      for p, i in ver.manifest.get("phases", {}).items()},
+           "weights_sha256": (ver.manifest.get("weights") or {}).get("sha256"),
+           "approvals": ver.manifest.get("approvals"), "promoted_at": ver.manifest.get("promoted_at"),
+           "download": f"/api/engines/{ver.engine_name}/versions/{ver.version}/download"}
+    if detail:
+        out["manifest"] = ver.manifest
+    return out

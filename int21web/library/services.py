@@ -123,26 +123,41 @@ def review_approve(*, proposal_id: int, user, comment: str = "") -> Review:
     require(user, "reviewer", "approving a candidate")
     with transaction.atomic():
         prop = _locked_proposal(proposal_id)
-        cand = prop.candidate
-        if cand.run.started_by_id is not None and cand.run.started_by_id == user.pk:
-            raise RoleError(f"you started run #{cand.run_id}: someone else must approve its candidates")
-        if prop.state != "open":
-            raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; only an open proposal "
-                             "can be approved.")
-        if approvals(prop).filter(reviewer=user).exists():
-            raise ValueError(f"You have already approved proposal #{prop.id}.")
-        before = _snapshot(prop)
-        result = current_result(cand)
-        meets, why = goal_check(cand, result)
-        if not meets:
-            raise ValueError(f"Its latest evaluation no longer meets the goal ({why}); re-evaluate it or "
-                             "request changes.")
-        review = Review.objects.create(proposal=prop, reviewer=user, reviewer_name=_name(user), verdict="approve",
-                                       comment=(comment or "").strip(), evaluation=result["evaluation"],
-                                       status=result["status"], score=result["score"])
-        if approvals(prop).count() >= prop.required_approvals:
-            _start_recheck(prop, user)
-        _audit(user, "approve", proposal=prop, before=before, after=_snapshot(prop), message=review.comment)
+        _not_an_engine_phase(prop)
+        review = approve_locked(prop, user, comment)
+    return review
+
+
+def _not_an_engine_phase(prop: Proposal) -> None:
+    if prop.engine_proposal_id:
+        raise ValueError(f"Proposal #{prop.id} is the {prop.phase} phase of engine proposal "
+                         f"#{prop.engine_proposal_id}: an engine is reviewed as one unit "
+                         f"(/reviews/engines/{prop.engine_proposal_id}/).")
+
+
+def approve_locked(prop: Proposal, user, comment: str = "") -> Review:
+    """The approval itself, on a proposal locked by the caller (review_approve, and the
+    engine gate for each of its phases): the same rules for both."""
+    cand = prop.candidate
+    if cand.run.started_by_id is not None and cand.run.started_by_id == user.pk:
+        raise RoleError(f"you started run #{cand.run_id}: someone else must approve its candidates")
+    if prop.state != "open":
+        raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; only an open proposal "
+                         "can be approved.")
+    if approvals(prop).filter(reviewer=user).exists():
+        raise ValueError(f"You have already approved proposal #{prop.id}.")
+    before = _snapshot(prop)
+    result = current_result(cand)
+    meets, why = goal_check(cand, result)
+    if not meets:
+        raise ValueError(f"Its latest evaluation no longer meets the goal ({why}); re-evaluate it or "
+                         "request changes.")
+    review = Review.objects.create(proposal=prop, reviewer=user, reviewer_name=_name(user), verdict="approve",
+                                   comment=(comment or "").strip(), evaluation=result["evaluation"],
+                                   status=result["status"], score=result["score"])
+    if approvals(prop).count() >= prop.required_approvals:
+        _start_recheck(prop, user)
+    _audit(user, "approve", proposal=prop, before=before, after=_snapshot(prop), message=review.comment)
     return review
 
 
@@ -154,16 +169,22 @@ def review_request_changes(*, proposal_id: int, user, comment: str) -> Review:
         raise ValueError("Say what should change: requesting changes needs a comment.")
     with transaction.atomic():
         prop = _locked_proposal(proposal_id)
-        if prop.state not in Proposal.OPEN_STATES:
-            raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; it is no longer under review.")
-        before = _snapshot(prop)
-        result = current_result(prop.candidate)
-        review = Review.objects.create(proposal=prop, reviewer=user, reviewer_name=_name(user), verdict="changes",
-                                       comment=comment, evaluation=result["evaluation"], status=result["status"],
-                                       score=result["score"])
-        prop.state, prop.reason = "changes_requested", f"{_name(user)} requested changes"
-        prop.save(update_fields=["state", "reason", "updated_at"])
-        _audit(user, "request_changes", proposal=prop, before=before, after=_snapshot(prop), message=comment)
+        _not_an_engine_phase(prop)
+        review = request_changes_locked(prop, user, comment)
+    return review
+
+
+def request_changes_locked(prop: Proposal, user, comment: str) -> Review:
+    if prop.state not in Proposal.OPEN_STATES:
+        raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; it is no longer under review.")
+    before = _snapshot(prop)
+    result = current_result(prop.candidate)
+    review = Review.objects.create(proposal=prop, reviewer=user, reviewer_name=_name(user), verdict="changes",
+                                   comment=comment, evaluation=result["evaluation"], status=result["status"],
+                                   score=result["score"])
+    prop.state, prop.reason = "changes_requested", f"{_name(user)} requested changes"
+    prop.save(update_fields=["state", "reason", "updated_at"])
+    _audit(user, "request_changes", proposal=prop, before=before, after=_snapshot(prop), message=comment)
     return review
 
 
@@ -256,6 +277,9 @@ def _evaluation_broken(ev: rm.Evaluation, why: str) -> None:
             prop.state, prop.reason = "open", f"the held-out re-check could not run ({why})"[:500]
             prop.save(update_fields=["state", "reason", "updated_at"])
             _audit(None, "recheck_error", proposal=prop, before=before, after=_snapshot(prop), message=why)
+            if prop.engine_proposal_id:
+                from int21web.library import engines
+                engines.phase_settled(prop)
 
 
 def promotion_recheck(*, proposal_id: int, user) -> Proposal:
@@ -265,17 +289,22 @@ def promotion_recheck(*, proposal_id: int, user) -> Proposal:
         raise RoleError("re-running a held-out re-check needs the engineer or reviewer role")
     with transaction.atomic():
         prop = _locked_proposal(proposal_id)
-        if prop.state != "open":
-            raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; only an open proposal "
-                             "can be re-checked.")
-        have = approvals(prop).count()
-        if have < prop.required_approvals:
-            raise ValueError(f"Proposal #{prop.id} has {have} of {prop.required_approvals} approvals; the "
-                             "re-check starts with the last one.")
-        before = _snapshot(prop)
-        _start_recheck(prop, user)
-        _audit(user, "recheck", proposal=prop, before=before, after=_snapshot(prop))
+        _not_an_engine_phase(prop)
+        recheck_locked(prop, user)
     return prop
+
+
+def recheck_locked(prop: Proposal, user) -> None:
+    if prop.state != "open":
+        raise ValueError(f"Proposal #{prop.id} is {prop.state.replace('_', ' ')}; only an open proposal "
+                         "can be re-checked.")
+    have = approvals(prop).count()
+    if have < prop.required_approvals:
+        raise ValueError(f"Proposal #{prop.id} has {have} of {prop.required_approvals} approvals; the "
+                         "re-check starts with the last one.")
+    before = _snapshot(prop)
+    _start_recheck(prop, user)
+    _audit(user, "recheck", proposal=prop, before=before, after=_snapshot(prop))
 
 
 def evaluation_recorded(*, evaluation_id: int) -> None:
@@ -323,7 +352,12 @@ def _settle_recheck(prop: Proposal, ev: rm.Evaluation, new: dict) -> None:
     else:
         _audit(None, "recheck_passed", proposal=prop, before=before, after=before,
                message=(ev.outcome or {}).get("reason", ""))
-        kernel_promote(proposal_id=prop.id)
+        if not prop.engine_proposal_id:
+            kernel_promote(proposal_id=prop.id)
+    if prop.engine_proposal_id:
+        # one phase of an engine: the engine is decided (promoted, failed, reopened) as a unit
+        from int21web.library import engines
+        engines.phase_settled(prop)
 
 
 # --------------------------------------------------------------------------- the library
@@ -411,17 +445,24 @@ def kernel_crown(*, kernel_id: int, user) -> KernelVersion:
 
 def kernel_write(*, kernel_id: int, root=None) -> None:
     """Write a promoted version to the library folder (and its champion pointer)."""
+    from kernels import native
     kv = KernelVersion.objects.get(pk=kernel_id)
     root = root or settings.INT21_LIBRARY_DIR
-    disk.write_version(kv.manifest, kv.source, root)
+    disk.write_version(native.signed(kv.manifest), kv.source, root)   # signed when the library is keyed
     if kv.champion:
         disk.set_champion(kv.workload, kv.target, kv.shape_bucket, kv.version, root)
 
 
 def library_export(*, root=None) -> int:
-    """Write every promoted version and the champions to ``root`` (a host's library folder)."""
+    """Write every promoted version and the champions to ``root`` (a host's library folder),
+    engine versions included."""
+    from int21web.library import engines
+    from int21web.library.models import EngineVersion
     n = 0
     for kv in KernelVersion.objects.order_by("id"):
         kernel_write(kernel_id=kv.id, root=root)
+        n += 1
+    for ver in EngineVersion.objects.order_by("id"):
+        engines.engine_write(version_id=ver.id, root=root)
         n += 1
     return n

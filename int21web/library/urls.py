@@ -16,4 +16,12 @@ urlpatterns = [
     path("library/<int:kernel_id>/download/", views.download, name="kernel-download"),
     path("library/<int:kernel_id>/crown/", views.crown, name="kernel-crown"),
     path("knowledge/", views.knowledge, name="knowledge"),
+    path("engines/<str:name>/propose/", views.engine_propose, name="engine-propose"),
+    path("reviews/engines/<int:proposal_id>/", views.engine_review, name="engine-review"),
+    path("reviews/engines/<int:proposal_id>/approve/", views.engine_approve, name="engine-approve"),
+    path("reviews/engines/<int:proposal_id>/request-changes/", views.engine_request_changes,
+         name="engine-request-changes"),
+    path("reviews/engines/<int:proposal_id>/recheck/", views.engine_recheck, name="engine-recheck"),
+    path("library/engines/<int:version_id>/", views.engine_version, name="engine-version"),
+    path("library/engines/<int:version_id>/download/", views.engine_download, name="engine-download"),
 ]

@@ -136,3 +136,59 @@ def knowledge(request):
     ctx = selectors.knowledge(request.GET.get("workload", ""), request.GET.get("target", ""))
     ctx["figure_json"] = _figure_json(ctx["figure"])
     return render(request, "library/knowledge.html", ctx)
+
+
+# --------------------------------------------------------------------------- engines
+
+@require_POST
+def engine_propose(request, name: str):
+    from int21web.library import engines
+    return _act(request, f"/engines/{name}/",
+                lambda: engines.engine_propose(engine_name=name, user=request.user, note=request.POST.get("note", "")),
+                "Proposed for promotion as one unit: it is in the review queue.")
+
+
+@role_required("viewer")
+def engine_review(request, proposal_id: int):
+    return render(request, "library/engine_review.html", selectors.engine_review(proposal_id, request.user))
+
+
+@require_POST
+def engine_approve(request, proposal_id: int):
+    from int21web.library import engines
+    return _act(request, f"/reviews/engines/{proposal_id}/",
+                lambda: engines.engine_approve(proposal_id=proposal_id, user=request.user,
+                                               comment=request.POST.get("comment", "")),
+                f"Approved engine proposal #{proposal_id}.")
+
+
+@require_POST
+def engine_request_changes(request, proposal_id: int):
+    from int21web.library import engines
+    return _act(request, f"/reviews/engines/{proposal_id}/",
+                lambda: engines.engine_request_changes(proposal_id=proposal_id, user=request.user,
+                                                       comment=request.POST.get("comment", "")),
+                f"Changes requested on engine proposal #{proposal_id}.")
+
+
+@require_POST
+def engine_recheck(request, proposal_id: int):
+    from int21web.library import engines
+    return _act(request, f"/reviews/engines/{proposal_id}/",
+                lambda: engines.engine_recheck(proposal_id=proposal_id, user=request.user),
+                f"Held-out re-checks of engine proposal #{proposal_id} queued.")
+
+
+@role_required("viewer")
+def engine_version(request, version_id: int):
+    ctx = selectors.engine_version_detail(version_id)
+    ctx["manifest_json"] = json.dumps({k: v for k, v in ctx["m"].items() if k != "evidence"}, indent=2, sort_keys=True)
+    return render(request, "library/engine_version.html", ctx)
+
+
+@role_required("viewer")
+def engine_download(request, version_id: int):
+    ver = selectors.engine_version_detail(version_id)["ver"]
+    resp = HttpResponse(evidence.engine_zip_bytes(ver), content_type="application/zip")
+    resp["Content-Disposition"] = f'attachment; filename="{evidence.engine_zip_name(ver)}"'
+    return resp

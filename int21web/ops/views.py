@@ -51,6 +51,8 @@ def engine_list(request):
 
 @login_required
 def engine(request, name):
+    from int21web.library.selectors import engine_gate_for
     ctx = selectors.engine_page(name)
     ctx["can_start"] = has_role(request.user, "engineer")
+    ctx["gate"] = engine_gate_for(ctx["engine"])
     return render(request, "ops/engine.html", ctx)

@@ -49,3 +49,41 @@ def tiny_checked(tiny_engine, engine_ops):
             os.environ.pop("INT21_OPS_DIR", None)
         else:
             os.environ["INT21_OPS_DIR"] = old
+
+
+# A smaller engine for the library's tests (one layer, max_seq 4, no greedy lengths): three
+# shapes per phase, so its sources build in seconds (the tiny engine's decode, specialised
+# to nine cache lengths, takes ~20 s for gcc on this host).
+MINI = DecoderConfig(hidden=64, heads=4, kv_heads=2, ffn=128, layers=1, vocab=256, max_seq=4)
+
+
+@pytest.fixture(scope="session")
+def mini_engine(engine_ops):
+    from kernels.engine import service
+    old = os.environ.get("INT21_OPS_DIR")
+    os.environ["INT21_OPS_DIR"] = str(engine_ops)
+    try:
+        return service.engine_import(service.Model("decoder", MINI), name="mini")
+    finally:
+        if old is None:
+            os.environ.pop("INT21_OPS_DIR", None)
+        else:
+            os.environ["INT21_OPS_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def mini_release(mini_engine, engine_ops):
+    """The mini engine's phases at their default points, as a release (manifest core, sources,
+    packed weights) ready for an approved version."""
+    from kernels import workloads
+    from kernels.engine import release
+    old = os.environ.get("INT21_OPS_DIR")
+    os.environ["INT21_OPS_DIR"] = str(engine_ops)
+    try:
+        chosen = {p: workloads.get(i["workload"]).template("cpu").seeds()[0] for p, i in mini_engine["phases"].items()}
+        return release.release("mini", chosen)
+    finally:
+        if old is None:
+            os.environ.pop("INT21_OPS_DIR", None)
+        else:
+            os.environ["INT21_OPS_DIR"] = old

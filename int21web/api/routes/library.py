@@ -4,10 +4,10 @@ A rule that refuses (not the goal met, already proposed, not open, self-approval
 or 403 with the service's own sentence."""
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from django.http import HttpResponse
-from ninja import Query, Router, Status
+from ninja import Field, Query, Router, Status
 
 from int21web.api import outputs as o
 from int21web.api import selectors
@@ -15,10 +15,16 @@ from int21web.api.auth import need
 from int21web.api.errors import ApiError, not_found
 from int21web.api.schemas import CommentIn, Id, NoteIn, ReviewIn
 from int21web.library import evidence, services
+from int21web.library import selectors as selectors_lib
 from int21web.library.models import KernelVersion, Proposal
 from int21web.runs import models as rm
 
 router = Router(tags=["reviews and library"])
+
+
+class EngineProposeIn(NoteIn):
+    candidates: Optional[dict[str, int]] = Field(
+        None, description="{phase: candidate id}; by default each phase's champion from the last engine run")
 
 
 def _call(fn, **kw):
@@ -141,3 +147,86 @@ def kernel_crown(request, kernel_id: Id):
     return selectors.kernel_json(_kernel(kv.id))
 
 
+
+
+# --------------------------------------------------------------------------- engines (one unit at the gate)
+
+def _engine_proposal(proposal_id: int):
+    from int21web.library.models import EngineProposal
+    ep = EngineProposal.objects.select_related("engine", "proposed_by").filter(pk=proposal_id).first()
+    if ep is None:
+        raise not_found("engine proposal", proposal_id)
+    return ep
+
+
+def _engine_version(name: str, version: int):
+    from int21web.library.models import EngineVersion
+    ver = EngineVersion.objects.filter(engine_name=name, version=version).first()
+    if ver is None:
+        raise not_found(f"version {version} of engine", repr(name))
+    return ver
+
+
+@router.post("/engines/{name}/propose", response={201: dict[str, Any], **o.WRITE_ERRORS}, tags=["engines"],
+             summary="Propose an engine for promotion as one unit: every phase's champion (engineer)")
+def engine_propose(request, name: str, payload: Optional[EngineProposeIn] = None):
+    from int21web.library import engines
+    need(request, "engineer", "proposing an engine for promotion")
+    ep = _call(engines.engine_propose, engine_name=name, user=request.auth, note=payload.note if payload else "",
+               candidates=payload.candidates if payload else None)
+    return Status(201, selectors_lib.engine_proposal_json(_engine_proposal(ep.id)))
+
+
+@router.get("/engine-reviews/{proposal_id}", response={200: dict[str, Any], **o.ERRORS}, tags=["engines"],
+            summary="An engine proposal: its phases' candidates, results and approvals")
+def engine_review_get(request, proposal_id: Id):
+    need(request, "viewer", "reading reviews")
+    return selectors_lib.engine_proposal_json(_engine_proposal(proposal_id))
+
+
+@router.post("/engine-reviews/{proposal_id}/approve", response={200: dict[str, Any], **o.WRITE_ERRORS},
+             tags=["engines"], summary="Approve an engine, every phase at once (reviewer; not a run you started)")
+def engine_approve(request, proposal_id: Id, payload: Optional[ReviewIn] = None):
+    from int21web.library import engines
+    need(request, "reviewer", "approving an engine")
+    _call(engines.engine_approve, proposal_id=_engine_proposal(proposal_id).id, user=request.auth,
+          comment=payload.comment if payload else "")
+    return selectors_lib.engine_proposal_json(_engine_proposal(proposal_id))
+
+
+@router.post("/engine-reviews/{proposal_id}/request-changes", response={200: dict[str, Any], **o.WRITE_ERRORS},
+             tags=["engines"], summary="Request changes to an engine, saying what (reviewer)")
+def engine_request_changes(request, proposal_id: Id, payload: ReviewIn):
+    from int21web.library import engines
+    need(request, "reviewer", "requesting changes")
+    if not payload.comment.strip():
+        raise ApiError(400, "say what should change: requesting changes needs a comment", field="comment")
+    _call(engines.engine_request_changes, proposal_id=_engine_proposal(proposal_id).id, user=request.auth,
+          comment=payload.comment)
+    return selectors_lib.engine_proposal_json(_engine_proposal(proposal_id))
+
+
+@router.get("/engines/{name}/versions", response={200: list[dict[str, Any]], **o.ERRORS}, tags=["engines"],
+            summary="An engine's promoted versions, newest first")
+def engine_versions(request, name: str):
+    from int21web.library.models import EngineVersion
+    need(request, "viewer", "reading the library")
+    return [selectors_lib.engine_version_json(v)
+            for v in EngineVersion.objects.filter(engine_name=name).order_by("-version")]
+
+
+@router.get("/engines/{name}/versions/{version}", response={200: dict[str, Any], **o.ERRORS}, tags=["engines"],
+            summary="A promoted engine version with its manifest")
+def engine_version_get(request, name: str, version: Id):
+    need(request, "viewer", "reading the library")
+    return selectors_lib.engine_version_json(_engine_version(name, version), detail=True)
+
+
+@router.get("/engines/{name}/versions/{version}/download", tags=["engines"],
+            summary="The engine as a zip: sources (params baked in), header, build.sh, C example, weights, manifest")
+def engine_version_download(request, name: str, version: Id):
+    need(request, "viewer", "reading the library")
+    ver = _engine_version(name, version)
+    resp = HttpResponse(evidence.engine_zip_bytes(ver), content_type="application/zip")
+    resp["Content-Disposition"] = f'attachment; filename="{evidence.engine_zip_name(ver)}"'
+    return resp

@@ -113,7 +113,8 @@ def engine_search(name: str, *, budget: int, population: int = 8, confirm: int =
                "groups": info["groups"], "evaluations": s["evaluations"], "candidate_id": best.get("candidate_id")}
         if best and peers:
             cand = rm.Candidate.objects.get(pk=best["candidate_id"])
-            final, data = judge(replace(goal, eval_settings={"baselines": PEERS}), cand.source, cand.params)
+            final, data = judge(replace(goal, eval_settings={"baselines": peers_of(info["workload"])}), cand.source,
+                                cand.params)
             res["final_session"] = {"status": final.status, "median_ms": final.median_ms,
                                     "speedup": final.speedup, "notes": data.get("notes", [])}
             if final.status == "ok":
@@ -142,6 +143,15 @@ def engine_search(name: str, *, budget: int, population: int = 8, confirm: int =
                                                        "max_logit_error", "failure", "candidates")}
         engine_sync(name)
     return report
+
+
+def peers_of(workload: str) -> list[str]:
+    """The peers a phase is timed against: all four for a decoder or a checkpoint; torch eager
+    and torch.compile for a module file (its model is the user's code: no trusted export to
+    ONNX, docs/engine.md)."""
+    from kernels import workloads
+    have = {b.name for b in workloads.get(workload).baselines.get("cpu", ())}
+    return [p for p in PEERS if p in have]
 
 
 def summary(row: m.Engine, phases: dict) -> dict:

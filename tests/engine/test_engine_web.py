@@ -35,6 +35,9 @@ def test_a_module_file_becomes_an_engine_and_a_run_prints_the_names_scripts_rely
     phase = shown["phases"]["forward"]
     assert phase["groups"] >= 1 and phase["arena"]["bytes_no_reuse"] >= phase["arena"]["bytes"]
     assert om.ImportedOp.objects.filter(name="resid_forward").exists()
+    # its final session is timed against the peers it has: no trusted ONNX export of user code
+    from int21web.ops.engines import peers_of
+    assert peers_of("resid_forward") == ["torch", "torch_compile"]
     with pytest.raises(CommandError) as err:      # the same name again: refused, nothing redone
         call_command("engine", "import", "--module", str(PROBLEM), "--name", "resid", stdout=io.StringIO())
     assert err.value.returncode == 2 and "exists" in str(err.value)
@@ -68,6 +71,8 @@ def test_the_engine_page_draws_the_graph_and_the_arena_and_links_the_phases(peop
     om.Engine.objects.create(name="tiny", record=store.load("tiny"), created_by=people["erin"],
                              results={"decode": {"phase": "decode", "correct": True, "median_ms": 0.5,
                                                  "speedup": {"torch": 3.0, "onnxruntime": 1.5}, "run_id": None}})
+    from int21web.ops.engines import peers_of
+    assert peers_of("tiny_decode") == ["torch", "torch_compile", "onnxruntime", "openvino"]
     page = client_for(people["vic"]).get("/engines/tiny/")
     assert page.status_code == 200
     html = page.content.decode()

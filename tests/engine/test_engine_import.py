@@ -154,3 +154,15 @@ def test_a_checkpoint_becomes_an_engine_with_its_own_weights(tmp_path):
         assert np.array_equal(params["p_phase_lm_model_layers_0_mlp_up_proj_weight"], want)
         assert not np.array_equal(params["p_phase_lm_model_layers_0_mlp_up_proj_weight"], seeded.numpy())
     assert "sha256" in (path / "problem.py").read_text()     # its own store folder, never the seeded model's
+
+
+def test_a_gpt2_style_block_written_elsewhere_imports_and_is_correct(engine_ops):
+    """LayerNorm + GELU MLP + biased multi-head attention (tests/engine/models/gpt2_block.py):
+    captured from its own PyTorch definition, one program, correct at both of its shapes."""
+    from pathlib import Path
+    path = Path(__file__).parent / "models" / "gpt2_block.py"
+    rec = service.engine_import(service.model_from(module=str(path)), name="gpt2")
+    phase = rec["phases"]["forward"]
+    assert phase["families"]["matmul"] >= 4 * 2 and phase["families"]["reduction"] >= 2 * 2 + 1   # per block
+    report = service.engine_check("gpt2", seeds=1)
+    assert report["forward"]["status"] == "ok", report["forward"]["reason"]

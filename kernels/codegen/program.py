@@ -73,7 +73,7 @@ def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | No
         # shape and not another) is the same group's knob: the shapes without it ignore it
         names = {q.name for q in params}
         params += [q for q in p.params if q.name not in names]
-        constraints += [c for c in p.constraints if c not in constraints]
+        constraints = _unique(constraints + p.constraints)
     args = first.args + tuple(Arg(n, "dim") for n in dim_names)
     dispatch = [" && ".join(f"{n} == {v}" for n, v in zip(dim_names, d)) or "1" for d in dims]
     if len(progs) == 1:
@@ -242,6 +242,7 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
                 seen.add(p.name)
         constraints += code.constraints
         helpers |= code.helpers
+    constraints = _unique(constraints)   # a FUSE bit's fused and unfused forms emit the same matmul constraints
     args = tuple([Arg(t.name, "in") for t in (*orig.inputs, *orig.params)] + [Arg(o, "out") for o in out_names])
     unit = _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix)
     source = render([unit], [""], params, helpers, args, title)
@@ -250,6 +251,16 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
     return Program(source, DesignSpace(tuple(params), tuple(constraints)), args, out_names, summaries,
                    arena_floats, sum(c.flops for c in fused_costs), sum(c.bytes for c in fused_costs), orig,
                    unit=unit, helpers=helpers, params=params, constraints=constraints, arena=arena)
+
+
+def _unique(constraints: list) -> list:
+    """``constraints`` without repeats (same expression), in order (a Constraint compares by identity)."""
+    seen, out = set(), []
+    for c in constraints:
+        if c.expr not in seen:
+            seen.add(c.expr)
+            out.append(c)
+    return out
 
 
 def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, int, dict]:

@@ -54,6 +54,9 @@ class Program:
     # the intermediates' arena (plan_arena's JSON; for several shapes: "shapes", one each);
     # the families' packing scratch comes after it and depends on the knobs
     arena: dict = field(default_factory=dict)
+    # the graph the groups' members name: normalise(graph) plus the copies the generator
+    # inserted where a view could not be followed (the first shape's, for several)
+    planned: Graph = field(repr=False, default=None)
 
 
 def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | None = None,
@@ -87,7 +90,7 @@ def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | No
              "shapes": [{"dims": dict(zip(dim_names, d)), **p.arena} for p, d in zip(progs, dims)]}
     return Program(source, space, args, first.out_names, first.groups, max(p.arena_floats for p in progs),
                    first.flops, first.bytes, first.graph, helpers=helpers, params=params,
-                   constraints=constraints, arena=arena)
+                   constraints=constraints, arena=arena, planned=first.planned)
 
 
 def output_names(graph: Graph) -> tuple[str, ...]:
@@ -250,7 +253,8 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
     fused_costs = [c for grp, form, c, _, _ in emitted if form in (None, "fused")]
     return Program(source, DesignSpace(tuple(params), tuple(constraints)), args, out_names, summaries,
                    arena_floats, sum(c.flops for c in fused_costs), sum(c.bytes for c in fused_costs), orig,
-                   unit=unit, helpers=helpers, params=params, constraints=constraints, arena=arena)
+                   unit=unit, helpers=helpers, params=params, constraints=constraints, arena=arena,
+                   planned=graph)
 
 
 def _unique(constraints: list) -> list:

@@ -203,12 +203,13 @@ def engine_breakdown(name: str, *, phases=None, seeds: int = 2, quick: bool = Fa
     time when ``whole`` is off), else at the defaults. Returns ``{"engine", "phases": {phase:
     report}}``; the record (and the row's copy) keeps each report for the page."""
     from int21web.runs import models as rm
-    from kernels.engine import breakdown
+    from kernels.engine import breakdown, store
     row = engine_row(name)
-    chosen = list(phases or row.record.get("phases", {}))
-    missing = [p for p in chosen if p not in row.record.get("phases", {})]
+    have = list(store.load(name).get("phases", {}))    # the record's order (the row's JSON copy sorts its keys)
+    chosen = list(phases or have)
+    missing = [p for p in chosen if p not in have]
     if missing:
-        raise EngineRefused(f"{name} has no phase {', '.join(missing)} (it has {', '.join(row.record['phases'])})")
+        raise EngineRefused(f"{name} has no phase {', '.join(missing)} (it has {', '.join(have)})")
     out = {}
     for phase in chosen:
         best = (row.results or {}).get(phase) or {}

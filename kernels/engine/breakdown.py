@@ -6,7 +6,7 @@ its *unfused* form and the *split* epilogue) becomes a graph of its own at the p
 shape: its member nodes, the views and masks they read through, every value it reads from
 memory as an input (weights too) and every member another group (or the caller) reads as an
 output (:func:`extract`). Groups with the same structure and sizes and the same knob values
-(the same layer repeated) are timed once (:func:`plan`), each through
+(the same layer repeated) are timed once, each through
 :func:`kernels.graph.workload.in_memory` and the harness's :class:`Evaluator`: sandboxed,
 judged against the float64 interpreter on the harness's input distributions, then timed.
 A group the harness finds wrong on random inputs (one that expects positive values, say) is
@@ -34,7 +34,7 @@ from kernels.codegen.partition import Plan
 from kernels.codegen.signature import active, describe, prefix, sizes
 from kernels.engine import store
 from kernels.graph import opset
-from kernels.graph.ir import Graph, Tensor
+from kernels.graph.ir import Graph, IRError, Tensor
 
 NOT_THE_ENGINE = ("The sum of isolated groups is not the engine's time: alone, each group starts with its "
                   "inputs where the harness left them, starts its own threads, and neither shares caches with "
@@ -53,10 +53,11 @@ class Piece:
     """One running group of a phase as its own graph."""
 
     group: dict            # the program's summary of it: id, family, form, members, reads, knobs, signature
-    graph: Graph
+    graph: Graph | None    # None: it could not be cut out (``failure`` says why)
     key: str = ""          # the graph's structure and sizes (see :func:`canonical`)
     params: dict = field(default_factory=dict)   # its knobs in the isolated program
     notes: list = field(default_factory=list)
+    failure: str = ""
 
 
 # --------------------------------------------------------------------------- extraction
@@ -124,7 +125,11 @@ def pieces(planned: Graph, groups: list[dict], params: dict) -> list[Piece]:
     """Every group that runs under ``params`` (in driver order) as a :class:`Piece`."""
     out = []
     for g in active(groups, params):
-        sub = extract(planned, g, groups)
+        try:
+            sub = extract(planned, g, groups)
+        except IRError as exc:   # a group that does not stand alone is a row with the reason, not a crash
+            out.append(Piece(g, None, f"uncut-{g['id']}", failure=f"it does not stand alone as a graph: {exc}"))
+            continue
         out.append(Piece(g, sub, canonical(sub)))
     return out
 
@@ -146,8 +151,9 @@ def own_params(group: dict, params: dict, sub_groups: list[dict], space, shape) 
     if not candidates:
         return chosen, [f"no {family} group in the isolated program: its defaults"]
     target = max(candidates, key=lambda s: len(s["members"]))
-    if len([s for s in sub_groups if s.get("form") in (None, "fused")]) > 1:
-        notes.append(f"on its own the group partitions into {len([s for s in sub_groups if s.get('form') != 'unfused'])} groups")
+    parts = len([s for s in sub_groups if s.get("form") in (None, "fused")])
+    if parts > 1:
+        notes.append(f"on its own the group partitions into {parts} groups")
     for s in sub_groups:
         if s.get("fuse") and s["fuse"] in chosen:
             chosen[s["fuse"]] = type(chosen[s["fuse"]])(form != "unfused")
@@ -263,10 +269,12 @@ def _distinct(running: list, chosen: dict, folder: Path, stem: str) -> list:
     by_graph: dict[str, object] = {}
     distinct: dict[tuple, _Distinct] = {}
     for p in running:
-        if p.key not in by_graph:
+        if p.graph is None:
+            by_graph[p.key] = p.failure
+        elif p.key not in by_graph:
             try:
                 by_graph[p.key] = in_memory(f"{stem}_g{p.group['id']}", p.graph, {}, folder / p.key)
-            except Exception as exc:   # the generator cannot write this group alone: a row, not a crash
+            except (program.CodegenError, ValueError) as exc:   # the generator cannot write it alone: a row
                 by_graph[p.key] = f"the generator cannot write it alone: {exc}"
         sub = by_graph[p.key]
         if isinstance(sub, str):
@@ -312,6 +320,13 @@ def _whole_said(out, whole_ms) -> str | None:
     return "measured by the phase's run" if whole_ms else None
 
 
+def _computed(piece: Piece) -> list[str]:
+    """What the piece computes (its views left out)."""
+    if piece.graph is None:
+        return list(piece.group["members"])
+    return [n.name for n in piece.graph.nodes if opset.family(n.op) != "view"]
+
+
 def _row(d: _Distinct) -> dict:
     first = d.pieces[0].group
     sig = first.get("signature") or {}
@@ -323,8 +338,8 @@ def _row(d: _Distinct) -> dict:
         what = f"{what} ({form}, {first.get('fuse')}={int(form == 'fused')})"
     row = {"ids": [p.group["id"] for p in d.pieces], "count": len(d.pieces), "family": first["family"],
            "form": form, "description": what,
-           "members": [n.name for n in d.pieces[0].graph.nodes if opset.family(n.op) != "view"][:6],
-           "knobs": {k: v for k, v in d.params.items()}, "notes": sorted({n for p in d.pieces for n in p.notes}),
+           "members": _computed(d.pieces[0])[:6],
+           "knobs": dict(d.params), "notes": sorted({n for p in d.pieces for n in p.notes}),
            "median_ms": None, "iqr_ms": None, "total_ms": 0.0, "status": "not_timed", "reason": d.failure}
     out = d.outcome
     if out is not None:

@@ -83,3 +83,13 @@ def test_the_engines_knobs_become_the_isolated_programs(tmp_path):
     mine, _ = breakdown.own_params(product.group, params, list(alone.groups), alone.template("cpu").space,
                                    alone.shapes.typical[0])
     assert mine["G0_UNROLL"] == 1 and "FUSE_0" not in mine
+
+
+def test_a_group_the_harness_refuses_is_a_row_not_timed_with_the_reason():
+    from kernels.harness.outcome import EvalOutcome
+    prog = program.generate(gemm_relu_then_softmaxes())
+    piece = breakdown.pieces(prog.planned, prog.groups, prog.space.default())[-1]
+    wrong = breakdown._Distinct([piece], outcome=EvalOutcome("wrong", "out0 differs at [3, 1] (NaN where 0.5)"))
+    row = breakdown._row(wrong)
+    assert row["median_ms"] is None and row["total_ms"] == 0.0 and row["count"] == 1
+    assert row["reason"] == "not timed: wrong: out0 differs at [3, 1] (NaN where 0.5)"

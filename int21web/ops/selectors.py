@@ -108,7 +108,7 @@ def engine_page(name: str) -> dict:
         view["breakdown_json_id"] = f"breakdown-data-{phase}"
         if view["breakdown"]:
             view["breakdown_figure"] = charts.breakdown_figure(view["breakdown"])
-            view["breakdown_rows"] = [{**r, "share_pct": round(100 * r["share"], 1) if r.get("share") is not None else None}
+            view["breakdown_rows"] = [{**r, "share_text": charts.share_text(r.get("share"))}
                                       for r in sorted(view["breakdown"]["rows"], key=lambda r: -(r.get("total_ms") or 0.0))]
         phases.append(view)
     results = {p: r for p, r in (row.results or {}).items() if r.get("speedup")}

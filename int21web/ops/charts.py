@@ -121,3 +121,42 @@ def group_cost_figure(groups: list[dict]) -> dict:
                                                        "not timed)", "font": {"size": 14}},
                                      "yaxis": {"title": {"text": "% of the phase"}, "rangemode": "tozero"},
                                      "legend": {"orientation": "h"}}}
+
+
+def breakdown_figure(report: dict) -> dict:
+    """Each distinct group's time in the phase (its median alone × how often it runs), as
+    horizontal bars, largest on top; the sum and the whole phase's median in the title.
+    Groups the harness did not time are listed at zero with the reason on hover."""
+    rows = sorted(report.get("rows", []), key=lambda r: r.get("total_ms") or 0.0)
+    labels = [f"{','.join(f'g{i}' for i in r['ids'])}: {r['description']}"
+              + (f" (x{r['count']})" if r["count"] > 1 else "") for r in rows]
+    labels = [lb if len(lb) <= 70 else lb[:67] + "..." for lb in labels]
+    timed = [r.get("median_ms") is not None for r in rows]
+    hover = [(f"{r['count']} x {r['median_ms']:.4f} ms (IQR {r['iqr_ms']:.4f}) = {r['total_ms']:.4f} ms, "
+              f"{100 * (r.get('share') or 0):.1f}% of the sum") if ok else r.get("reason", "not timed")
+             for r, ok in zip(rows, timed)]
+    data = [{"type": "bar", "orientation": "h", "y": labels, "x": [r.get("total_ms") or 0.0 for r in rows],
+             "text": [share_text(r.get("share")) if ok else "not timed" for r, ok in zip(rows, timed)],
+             "textposition": "outside", "hovertext": hover, "hoverinfo": "text",
+             "marker": {"color": [PALETTE[0] if ok else "#b53f4f" for ok in timed]}}]
+    title = "Time per group, each timed alone"
+    if report.get("sum_ms") is not None:
+        title += f": sum {_ms(report['sum_ms'])}"
+    if report.get("whole_ms"):
+        title += f", whole phase {_ms(report['whole_ms'])}"
+    layout = {**_LAYOUT, "title": {"text": title, "font": {"size": 14}}, "height": max(260, 60 + 22 * len(rows)),
+              "margin": {**_LAYOUT["margin"], "l": 20, "b": 60},
+              "xaxis": {"title": {"text": "ms per phase call (median alone x times it runs)"}, "rangemode": "tozero"},
+              "yaxis": {"automargin": True, "tickfont": {"size": 10}}}
+    return {"data": data, "layout": layout}
+
+
+def share_text(x: float | None) -> str:
+    """A share of a sum in words: ``46.8%``, ``<0.1%``."""
+    if x is None:
+        return ""
+    return "<0.1%" if x < 0.001 else f"{100 * x:.1f}%"
+
+
+def _ms(x: float) -> str:
+    return f"{x:.1f} ms" if x >= 10 else f"{x:.3g} ms"

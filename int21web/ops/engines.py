@@ -187,9 +187,42 @@ def engine_view(row: m.Engine) -> dict:
             "source_bytes": info["source_bytes"], "arena": {k: info["arena"][k] for k in ("bytes", "bytes_no_reuse")},
             "validation": (rec.get("validation") or {}).get(phase),
             "best": {k: best.get(k) for k in ("correct", "median_ms", "speedup", "run_id", "evaluations")} if best else None,
+            "breakdown": (rec.get("breakdown") or {}).get(phase),
         }
     greedy = rec.get("greedy")
     return {"name": row.name, "engine_id": row.id, "model": rec.get("model"), "batch": rec.get("batch"),
             "phases": phases, "runs": row.runs,
             "greedy": {k: greedy[k] for k in ("passed", "agreement", "agreed", "decisions", "near_ties",
                                                "max_logit_error", "failure")} if greedy else None}
+
+
+def engine_breakdown(name: str, *, phases=None, seeds: int = 2, quick: bool = False, whole: bool = True,
+                     on_progress=None) -> dict:
+    """Each phase's groups timed one by one (kernels.engine.breakdown), at the knobs of the
+    phase's best kernel where an ``engine run`` found one (its median is the whole phase's
+    time when ``whole`` is off), else at the defaults. Returns ``{"engine", "phases": {phase:
+    report}}``; the record (and the row's copy) keeps each report for the page."""
+    from int21web.runs import models as rm
+    from kernels.engine import breakdown, store
+    row = engine_row(name)
+    have = list(store.load(name).get("phases", {}))    # the record's order (the row's JSON copy sorts its keys)
+    chosen = list(phases or have)
+    missing = [p for p in chosen if p not in have]
+    if missing:
+        raise EngineRefused(f"{name} has no phase {', '.join(missing)} (it has {', '.join(have)})")
+    out = {}
+    for phase in chosen:
+        best = (row.results or {}).get(phase) or {}
+        cand = rm.Candidate.objects.filter(pk=best["candidate_id"]).first() if best.get("correct") and \
+            best.get("candidate_id") else None
+        say = (lambda d, t, what, _p=phase: on_progress(_p, d, t, what)) if on_progress else None
+        try:
+            out[phase] = breakdown.breakdown(
+                name, phase, params=cand.params if cand else None,
+                params_from=f"the best kernel of run {best.get('run_id')} (candidate #{cand.id})" if cand else "",
+                whole=whole, whole_ms=best.get("median_ms") if cand else None, seeds=seeds, quick=quick,
+                on_progress=say)
+        except breakdown.BreakdownError as exc:
+            raise EngineRefused(str(exc)) from None
+    engine_sync(name)
+    return {"engine": name, "phases": out}

@@ -104,6 +104,12 @@ def engine_page(name: str) -> dict:
             view["arena_figure"] = charts.arena_figure(shapes[0]) if shapes else None
             view["arenas"] = [{"dims": a.get("dims"), "bytes": a.get("bytes"), "bytes_no_reuse": a.get("bytes_no_reuse"),
                                "reuse": a.get("reuse"), "buffers": len(a.get("buffers", []))} for a in shapes]
+        view["breakdown"] = (record.get("breakdown") or {}).get(phase)
+        view["breakdown_json_id"] = f"breakdown-data-{phase}"
+        if view["breakdown"]:
+            view["breakdown_figure"] = charts.breakdown_figure(view["breakdown"])
+            view["breakdown_rows"] = [{**r, "share_text": charts.share_text(r.get("share"))}
+                                      for r in sorted(view["breakdown"]["rows"], key=lambda r: -(r.get("total_ms") or 0.0))]
         phases.append(view)
     results = {p: r for p, r in (row.results or {}).items() if r.get("speedup")}
     return {"engine": row, "record": record, "config": (record.get("model") or {}).get("config") or {},

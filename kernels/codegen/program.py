@@ -54,6 +54,9 @@ class Program:
     # the intermediates' arena (plan_arena's JSON; for several shapes: "shapes", one each);
     # the families' packing scratch comes after it and depends on the knobs
     arena: dict = field(default_factory=dict)
+    # the graph the groups' members name: normalise(graph) plus the copies the generator
+    # inserted where a view could not be followed (the first shape's, for several)
+    planned: Graph = field(repr=False, default=None)
 
 
 def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | None = None,
@@ -73,7 +76,7 @@ def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | No
         # shape and not another) is the same group's knob: the shapes without it ignore it
         names = {q.name for q in params}
         params += [q for q in p.params if q.name not in names]
-        constraints += [c for c in p.constraints if c not in constraints]
+        constraints = _unique(constraints + p.constraints)
     args = first.args + tuple(Arg(n, "dim") for n in dim_names)
     dispatch = [" && ".join(f"{n} == {v}" for n, v in zip(dim_names, d)) or "1" for d in dims]
     if len(progs) == 1:
@@ -87,7 +90,7 @@ def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | No
              "shapes": [{"dims": dict(zip(dim_names, d)), **p.arena} for p, d in zip(progs, dims)]}
     return Program(source, space, args, first.out_names, first.groups, max(p.arena_floats for p in progs),
                    first.flops, first.bytes, first.graph, helpers=helpers, params=params,
-                   constraints=constraints, arena=arena)
+                   constraints=constraints, arena=arena, planned=first.planned)
 
 
 def output_names(graph: Graph) -> tuple[str, ...]:
@@ -242,6 +245,7 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
                 seen.add(p.name)
         constraints += code.constraints
         helpers |= code.helpers
+    constraints = _unique(constraints)   # a FUSE bit's fused and unfused forms emit the same matmul constraints
     args = tuple([Arg(t.name, "in") for t in (*orig.inputs, *orig.params)] + [Arg(o, "out") for o in out_names])
     unit = _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix)
     source = render([unit], [""], params, helpers, args, title)
@@ -249,7 +253,18 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
     fused_costs = [c for grp, form, c, _, _ in emitted if form in (None, "fused")]
     return Program(source, DesignSpace(tuple(params), tuple(constraints)), args, out_names, summaries,
                    arena_floats, sum(c.flops for c in fused_costs), sum(c.bytes for c in fused_costs), orig,
-                   unit=unit, helpers=helpers, params=params, constraints=constraints, arena=arena)
+                   unit=unit, helpers=helpers, params=params, constraints=constraints, arena=arena,
+                   planned=graph)
+
+
+def _unique(constraints: list) -> list:
+    """``constraints`` without repeats (same expression), in order (a Constraint compares by identity)."""
+    seen, out = set(), []
+    for c in constraints:
+        if c.expr not in seen:
+            seen.add(c.expr)
+            out.append(c)
+    return out
 
 
 def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, int, dict]:

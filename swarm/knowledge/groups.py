@@ -21,52 +21,19 @@ a composed config is only a starting point, judged like any other candidate.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 
+# the summaries' vocabulary lives beside the generator (the engine breakdown reads it too)
+from kernels.codegen.signature import active, describe, group_shape, prefix, signature_key, sizes
 from kernels.spec import Shape
 from swarm.knowledge import shape_bucket
 from swarm.types import Lesson
 
-# Summary fields that are sizes, not structure: they go into the shape bucket, not the key.
-SIZE_FIELDS = frozenset({"shape", "m", "n", "k", "batch", "l", "s", "e", "matches", "inputs"})
 # A built-in workload's param value → a generated group's knob where their names differ.
 TRANSLATE = {
     "softmax": {"ALGO": ("STAGE", {"staged": 1, "two_pass": 0})},
 }
 RANKS = 3
-
-
-def signature_key(summary: dict) -> str:
-    """``group:<family>:<digest of the structure>`` (fits a lesson's workload field)."""
-    structure = {k: v for k, v in sorted(summary.items()) if k not in SIZE_FIELDS}
-    if "shape" in summary:
-        structure["rank"] = len(summary["shape"])
-    if summary.get("batch", 1) != 1:
-        structure["batched"] = True
-    blob = json.dumps(structure, sort_keys=True, default=str)
-    return f"group:{summary.get('family', '?')}:{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
-
-
-def describe(summary: dict) -> str:
-    """The key in words, for lesson texts: ``row reduction amax,sub,exp,sum,div``."""
-    fam = summary.get("family", "?")
-    if fam == "matmul":
-        epi = "+".join(summary.get("epilogue") or [])
-        return f"matmul{'+' + epi if epi else ''}"
-    ops = ",".join(summary.get("ops") or [summary.get("op", "")])
-    layout = summary.get("layout")
-    return f"{layout + ' ' if layout else ''}{fam} {ops}".strip()
-
-
-def group_shape(summary: dict) -> Shape:
-    """The group's sizes as a shape (its lessons' bucket): m, n, k for a matmul, else its domain."""
-    if summary.get("family") == "matmul":
-        return Shape.of(m=summary["m"], n=summary["n"], k=summary["k"])
-    if summary.get("family") == "attention":
-        return Shape.of(**{d: summary[d] for d in ("l", "s", "e") if d in summary})
-    return Shape(tuple((f"d{i}", int(v)) for i, v in enumerate(summary.get("shape") or [])))
 
 
 def builtin_shape(name: str, summary: dict) -> Shape | None:
@@ -77,22 +44,6 @@ def builtin_shape(name: str, summary: dict) -> Shape | None:
     if name in ("softmax", "rmsnorm", "layernorm") and shape:
         return Shape.of(rows=math.prod(shape[:-1]), cols=shape[-1])
     return None
-
-
-def prefix(group: dict) -> str:
-    return f"G{group['id']}_"
-
-
-def active(groups: list[dict], params: dict) -> list[dict]:
-    """The groups that ran for this config: a ``FUSE_*`` bit picks its fused form or the other two."""
-    out = []
-    for g in groups:
-        form, bit = g.get("form"), g.get("fuse")
-        if form is None or bit is None or bit not in params:
-            out.append(g)
-        elif bool(params[bit]) == (form == "fused"):
-            out.append(g)
-    return out
 
 
 # --------------------------------------------------------------------------- learning
@@ -108,7 +59,7 @@ def project(groups: list[dict], lessons: list[Lesson]) -> list[Lesson]:
                 if not own:
                     continue
                 out.append(_group_lesson(lsn, g, own, text=(
-                    f"{describe(g['signature'])} at {_sizes(g['signature'])}: {_fmt(own)} in the "
+                    f"{describe(g['signature'])} at {sizes(g['signature'])}: {_fmt(own)} in the "
                     f"{lsn.data.get('subject', 'best')} kernel of {lsn.workload} "
                     f"({float(lsn.data.get('score', 0.0)):.2f}x for the whole problem)"),
                     data={"subject": lsn.data.get("subject", ""), "params": own,
@@ -268,8 +219,3 @@ def legal_knobs(space, own: dict) -> dict:
 
 def _fmt(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
-
-
-def _sizes(sig: dict) -> str:
-    shape = group_shape(sig)
-    return "x".join(str(v) for _, v in shape.dims) or "scalar"

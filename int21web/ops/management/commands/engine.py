@@ -9,6 +9,8 @@
     engine check NAME [--seeds 2] [--json]      each phase judged at every shape, not timed
     engine greedy NAME [--json]                 the greedy-decode check (engine in the sandbox)
     engine run NAME --budget B [--phase prefill|decode] [--no-peers] [--json] --as USER
+    engine breakdown NAME [--phase prefill|decode] [--seeds 2] [--quick] [--no-whole] [--json]
+                                                each group timed as its own workload (kernels.engine.breakdown)
     engine show NAME [--json]                   arena, groups, validation, best speedups
     engine list [--json]
 
@@ -40,7 +42,7 @@ def _ints(text: str | None, what: str) -> list[int] | None:
 
 class Command(BaseCommand):
     help = ("Engines: a whole decoder model as generated, verified prefill and decode programs. "
-            "Subcommands: import, check, greedy, run, show, list.")
+            "Subcommands: import, check, greedy, run, breakdown, show, list.")
 
     def add_arguments(self, parser):
         # the one-shot form: engine --model decoder:...|PATH.py|DIR [--phase P] [--budget N] [--json]
@@ -83,6 +85,16 @@ class Command(BaseCommand):
                          help="skip the final session against torch.compile, ONNX Runtime and OpenVINO")
         run.add_argument("--json", action="store_true")
         add_user_arg(run, default="")
+        brk = sub.add_parser("breakdown", help="time each fusion group on its own, at the phase's best knobs "
+                                               "(or its defaults)")
+        brk.add_argument("name")
+        brk.add_argument("--phase", choices=["prefill", "decode", "forward"], help="default: every phase")
+        brk.add_argument("--seeds", type=int, default=2, help="correctness seeds per group (default 2)")
+        brk.add_argument("--quick", action="store_true",
+                         help="a first look: 5 to 20 timed calls per group, no second session on a busy host")
+        brk.add_argument("--no-whole", action="store_true",
+                         help="do not time the whole phase beside the groups (the run's median is used if any)")
+        brk.add_argument("--json", action="store_true")
         show = sub.add_parser("show", help="the engine's arena, groups, validation and best speedups")
         show.add_argument("name")
         show.add_argument("--json", action="store_true")
@@ -195,6 +207,16 @@ class Command(BaseCommand):
                        f"{v['evaluations']} evaluations · run {v['run_id']}")
         self._print(o, report, lines)
 
+    def _breakdown(self, o):
+        if o["seeds"] < 1:
+            raise CommandError("--seeds must be at least 1", returncode=2)
+        bar = Bar(sys.stderr, width=30)
+        report = engines.engine_breakdown(
+            o["name"], phases=[o["phase"]] if o["phase"] else None, seeds=o["seeds"], quick=o["quick"],
+            whole=not o["no_whole"], on_progress=lambda p, d, t, what: bar.draw(d, t, f"{p}: {what}", newline=not bar.tty))
+        bar.draw(1, 1, "timed", newline=True)
+        self._print(o, report, _breakdown_lines)
+
     def _show(self, o):
         self._print(o, engines.engine_view(engines.engine_row(o["name"])), _show_lines)
 
@@ -218,6 +240,10 @@ def _show_lines(d: dict):
                f"source {v['source_bytes'] / 1024:.0f} KiB")
         if v["validation"]:
             yield f"    validation: {v['validation']['status']} — {v['validation']['reason']}"
+        if v.get("breakdown") and v["breakdown"].get("sum_ms") is not None:
+            b = v["breakdown"]
+            yield (f"    breakdown: {b['timed_groups']} of {b['groups']} groups timed alone, sum {b['sum_ms']:.4f} ms"
+                   + (f" (the whole phase {b['whole_ms']:.4f} ms)" if b.get("whole_ms") else ""))
         if v["best"]:
             sp = " · ".join(f"{n} {x:.2f}x" for n, x in sorted((v["best"]["speedup"] or {}).items()))
             ms = v["best"]["median_ms"]
@@ -226,3 +252,19 @@ def _show_lines(d: dict):
         g = d["greedy"]
         yield (f"  greedy decode: {'passed' if g['passed'] else 'FAILED'} · {g['agreed']}/{g['decisions']} agree · "
                f"max logit error {g['max_logit_error']:.2e}")
+
+
+def _breakdown_lines(d: dict):
+    for p, r in d["phases"].items():
+        whole = f"; the whole phase {r['whole_ms']:.4f} ms ({r['whole']})" if r.get("whole_ms") else ""
+        total = f"{r['sum_ms']:.4f} ms" if r.get("sum_ms") is not None else "nothing timed"
+        yield (f"{p}: {r['groups']} groups ({r['distinct']} distinct) at {r['params']}; "
+               f"sum of the groups alone {total}{whole}")
+        for row in sorted(r["rows"], key=lambda x: -x["total_ms"]):
+            ids = ",".join(f"g{i}" for i in row["ids"])
+            if row["median_ms"] is None:
+                yield f"  {ids}: {row['description']} — {row['reason']}"
+            else:
+                yield (f"  {row['count']} x {row['median_ms']:.4f} ms (IQR {row['iqr_ms']:.4f}) = "
+                       f"{100 * row['share']:.1f}%  {ids}: {row['description']}")
+        yield f"  {r['note']}"

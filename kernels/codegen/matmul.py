@@ -162,7 +162,7 @@ static void {F}macro(int64_t mc, int64_t nc, int64_t kc, const float *pa_blk, co
 
 SCRATCH = ("((({P}BPAR ? {P}THREADS : 1) * 2 * I21_ALIGN_UP((int64_t){KCM} * I21_ALIGN_UP({NCM}, {P}NR), 16)"
            " + {P}THREADS * (I21_ALIGN_UP(I21_ALIGN_UP({MCM}, {P}MR) * (int64_t){KCM}, 16)"
-           " + I21_ALIGN_UP({P}MR * (int64_t){KCM}, 16))) * {P}ALGO)")
+           " + I21_ALIGN_UP({P}MR * (int64_t){KCM}, 16))) * ({P}ALGO == 1))")
 
 
 cmath.helper("gemm", (), COMMON)
@@ -245,7 +245,8 @@ class _Matmul:
         body = BODY.format(**fmt, M=self.M, K=self.K, NB=nbatch, A=abuf, B=bbuf, C=acc, S=scratch_name,
                            AOFF=self._batch_offset(aoff, abst), BOFF=self._batch_offset(boff, bbst),
                            KCM=kcm, NCM=ncm, MCM=mcm, EPI="\n".join(epi_lines) or "(void)0;",
-                           SIMPLE=self._simple(abuf, aoff, abst, rsa, csa, bbuf, boff, bbst, rsb, csb, acc))
+                           SIMPLE=self._simple(abuf, aoff, abst, rsa, csa, bbuf, boff, bbst, rsb, csb, acc),
+                           GEMV=self._gemv(abuf, aoff, abst, rsa, csa, bbuf, boff, bbst, rsb, csb, acc))
         scratch = SCRATCH.format(P=P, KCM=kcm, NCM=ncm, MCM=mcm)
         constraints = [
             Constraint(f"{P}MC % {P}MR == 0", "MC must be a multiple of MR (whole micro-panels per block)"),
@@ -265,10 +266,14 @@ class _Matmul:
         ctx = self.ctx
         threads = ctx.threads_param(flops / 8, "OpenMP threads")
         big = self.M * self.N * self.K >= 32768
+        algo = 2 if self.M <= GEMV_ROWS else 1 if big else 0
         return [
             threads,
-            Param(f"{P}ALGO", "choice", choices=(0, 1), default=1 if big else 0,
-                  help="0: plain vectorised loops (tiny products); 1: packed, register-blocked GEMM"),
+            Param(f"{P}ALGO", "choice", choices=(0, 1, 2), default=algo,
+                  help="0: plain vectorised loops (tiny products); 1: packed, register-blocked GEMM; 2: "
+                       "matrix-vector (few rows: threads split the columns, B streamed once, unpacked)"),
+            Param(f"{P}JB", "choice", choices=(16, 32, 64, 128, 256, 512), default=64,
+                  help="ALGO 2: columns of the output per chunk a thread takes"),
             # Splitting the batch needs no barrier per product: measured here 2-3x faster than
             # sharing each product (16 x 256^3, two threads on a busy host)
             Param(f"{P}BPAR", "choice", choices=(0, 1), default=1 if nbatch >= max(ctx.cores, 1) else 0,
@@ -341,6 +346,14 @@ class _Matmul:
         lines += ["    }", "}"]
         return lines, em.helpers
 
+    def _gemv(self, abuf, aoff, abst, rsa, csa, bbuf, boff, bbst, rsb, csb, acc) -> str:
+        """ALGO 2: few rows of A against a streamed B (module constants GEMV*)."""
+        inner = GEMV_DOT if rsb == 1 else GEMV_AXPY if csb == 1 else GEMV_ANY
+        fmt = dict(P=f"G{self.g.id}_", M=self.M, N=self.N, K=self.K, RSA=rsa, CSA=csa, RSB=rsb, CSB=csb)
+        return GEMV.format(**fmt, NB=math.prod(self.batch), A=abuf, B=bbuf, C=acc,
+                           AOFF=self._batch_offset(aoff, abst), BOFF=self._batch_offset(boff, bbst),
+                           EPI=self.epi_text, INNER=inner.format(**fmt))
+
     def _simple(self, abuf, aoff, abst, rsa, csa, bbuf, boff, bbst, rsb, csb, acc) -> str:
         """ALGO 0: per row, acc[j] = sum_p A(i,p) B(p,j) vectorised over j."""
         return SIMPLE.format(P=f"G{self.g.id}_", M=self.M, N=self.N, K=self.K, NB=math.prod(self.batch),
@@ -348,6 +361,67 @@ class _Matmul:
                              AOFF=self._batch_offset(aoff, abst), BOFF=self._batch_offset(boff, bbst),
                              EPI=self.epi_text)
 
+
+# ALGO 2, per operand layout (strides are literals, so the choice is made here, not in C):
+# "dot": B(p, j) = b[p + j*CSB] (a Linear weight, [n, k] row-major): each output is a dot
+# product of an A row with a contiguous B row, four B rows at a time sharing the A loads;
+# "axpy": B(p, j) = b[p*RSB + j]: the chunk's outputs accumulate a row of B per p;
+# anything else: scalar loops. Threads split the output's columns in JB chunks, so B is read
+# once, in order, with no packing: the weight-streaming case of a decode step.
+GEMV_ROWS = 4
+GEMV = r"""
+    #pragma omp parallel num_threads({P}THREADS)
+    for (int64_t bb = 0; bb < {NB}; bb++) {{
+        const float *a = {A} + {AOFF};
+        const float *b = {B} + {BOFF};
+        float *c = {C} + bb * {M} * {N};
+        #pragma omp for schedule(static)
+        for (int64_t jc = 0; jc < {N}; jc += {P}JB) {{
+            const int64_t nc = {N} - jc < {P}JB ? {N} - jc : {P}JB;
+            for (int64_t i = 0; i < {M}; i++) {{
+                const float *ai = a + i * {RSA};
+                float *ci = c + i * {N} + jc;
+{INNER}
+            }}
+            const int64_t ic = 0, mc = {M};
+            (void)ic; (void)mc;
+            {EPI}
+        }}
+    }}
+"""
+GEMV_DOT = r"""
+                int64_t j = 0;
+                for (; j + 4 <= nc; j += 4) {{
+                    const float *b0 = b + (jc + j) * {CSB}, *b1 = b0 + {CSB}, *b2 = b1 + {CSB}, *b3 = b2 + {CSB};
+                    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+                    #pragma omp simd reduction(+:s0, s1, s2, s3)
+                    for (int64_t p = 0; p < {K}; p++) {{
+                        const float av = ai[p * {CSA}];
+                        s0 += av * b0[p]; s1 += av * b1[p]; s2 += av * b2[p]; s3 += av * b3[p];
+                    }}
+                    ci[j] = s0; ci[j + 1] = s1; ci[j + 2] = s2; ci[j + 3] = s3;
+                }}
+                for (; j < nc; j++) {{
+                    const float *bj = b + (jc + j) * {CSB};
+                    float s = 0.0f;
+                    #pragma omp simd reduction(+:s)
+                    for (int64_t p = 0; p < {K}; p++) s += ai[p * {CSA}] * bj[p];
+                    ci[j] = s;
+                }}"""
+GEMV_AXPY = r"""
+                for (int64_t j = 0; j < nc; j++) ci[j] = 0.0f;
+                for (int64_t p = 0; p < {K}; p++) {{
+                    const float av = ai[p * {CSA}];
+                    const float *bp = b + p * {RSB} + jc;
+                    #pragma omp simd
+                    for (int64_t j = 0; j < nc; j++) ci[j] += av * bp[j];
+                }}"""
+GEMV_ANY = r"""
+                for (int64_t j = 0; j < nc; j++) {{
+                    float s = 0.0f;
+                    for (int64_t p = 0; p < {K}; p++) s += ai[p * {CSA}] * b[p * {RSB} + (jc + j) * {CSB}];
+                    ci[j] = s;
+                }}"""
 
 SIMPLE = r"""
     #pragma omp parallel for num_threads({P}THREADS) collapse(2) schedule(static)
@@ -373,6 +447,9 @@ BODY = r"""
 #if {P}ALGO == 0
     (void){S};
 {SIMPLE}
+#elif {P}ALGO == 2
+    (void){S};
+{GEMV}
 #else
     /* blocked: scratch holds the packed B block(s) (two, double-buffered, per team), then per
      * thread a packed A block and an edge panel */

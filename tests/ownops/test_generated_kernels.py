@@ -56,3 +56,21 @@ def test_it_refuses_a_wrong_kernel(imported):
     assert broken != src
     out = Evaluator(EvalSettings(timing=False)).evaluate(broken, params, wl, "cpu")
     assert out.status == "wrong"
+
+
+@pytest.mark.parametrize("name,fuse", [("gemm_bias_gelu", 1), ("gemm_bias_gelu", 0), ("matmul_plain", 1),
+                                       ("bmm_transposed_scale", 1), ("linear3d_relu_residual", 0),
+                                       ("einsum_4d", 1)])
+def test_the_matrix_vector_path_is_correct_for_every_layout(name, fuse, imported):
+    """ALGO 2 (threads split the columns in JB chunks, B streamed unpacked: a Linear weight as
+    dot products, a row-major B as row updates, other strides scalar) at every matmul group,
+    with the epilogue fused or split, at the problem's awkward shape: a JB that does not
+    divide the columns leaves a ragged last chunk."""
+    assert imported(name).ok
+    space = workloads.get(name).template("cpu").space
+    groups = sorted({k[:-len("_JB")] for k in space.names if k.endswith("_JB")})
+    assert groups
+    changes = {f"{g}_{k}": v for g in groups for k, v in (("ALGO", 2), ("JB", 16), ("THREADS", 2))}
+    changes.update({b: fuse for b in space.names if b.startswith("FUSE_")})
+    out = evaluate(name, **changes)
+    assert out.status == "ok", out.reason

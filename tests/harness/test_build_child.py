@@ -122,3 +122,12 @@ def test_the_limit_cannot_be_switched_off(monkeypatch, value):
     monkeypatch.setenv("INT21_BUILD_MB", value)
     with pytest.raises(SpecError, match="INT21_BUILD_MB"):
         build.cap_bytes()
+
+
+def test_small_cases_past_the_cache_size_are_still_handed_to_the_evaluation_that_asked(monkeypatch):
+    monkeypatch.setattr(C, "SMALL_CACHE_BYTES", 1)     # every build evicts what came before
+    first = C.small_cases(WL, seeds=2, shapes=[("awkward", Shape.of(rows=5, cols=99))])
+    C.materialise_all(WL, first)
+    both = first + C.small_cases(WL, seeds=2, shapes=[("aligned", Shape.of(rows=4, cols=64))])
+    C.materialise_all(WL, both)
+    assert all(c.reference and c.inputs for c in both)

@@ -15,8 +15,11 @@ process, and the worker it runs in, are untouched.
 The limit: four times the shape's footprint (:func:`kernels.limits.footprint_bytes`) plus
 :data:`HEADROOM`, at most ``INT21_BUILD_MB`` (default: the shape cap, ``INT21_MAX_SHAPE_MB``,
 plus the headroom). An operator's setting, never a goal's: there is no value that lifts it.
-Measured on softmax 4096x4096 (bench/harness_speed.py's host): a fork costs ~4 ms, the copy
-into the memfd ~0.1 s per GiB; the evaluator caches what comes back (``cases``).
+Its cost, measured on this 2-core VM under load (2026-12-02): a fork ~4 ms; softmax
+4096x4096's inputs and float64 reference (192 MiB) take 1.24 s through the child against
+0.84 s in process (the copy into the memfd), once per process, since ``cases`` caches what
+comes back; an evaluation after the first forks only for the slices it checks (8-10
+children, 0.1-0.26 s of a 2.6-5.5 s untimed softmax 4096x4096 evaluation).
 """
 from __future__ import annotations
 

@@ -36,8 +36,8 @@ from fleet_stack import FAST_EVAL, Stack, drop_template  # noqa: E402
 
 def one(workers: int, batch: int, tmp: Path) -> dict:
     # production delivery settings (the tests' stack beats every 0.5 s to notice deaths quickly)
-    with Stack(tmp, env={"INT21_EVAL_HEARTBEAT": "5", "INT21_EVAL_STALE": "30", "INT21_WORKER_HEARTBEAT": "15",
-                         "INT21_WORKER_STALE": "60", "INT21_DRIVE_LEASE": "60", "INT21_RECOVER_EVERY": "30"}) as s:
+    with Stack(tmp, env={"INT21_EVAL_HEARTBEAT": "5", "INT21_EVAL_STALE": "30", "INT21_WORKER_HEARTBEAT": "2",
+                         "INT21_WORKER_STALE": "7", "INT21_DRIVE_LEASE": "60", "INT21_RECOVER_EVERY": "30"}) as s:
         names = [f"cpu{i}" for i in range(1, workers + 1)]
         for n in names:
             s.worker(n, "target.cpu")

@@ -218,12 +218,16 @@ INT21_DRIVE_LEASE_SECONDS = env_float("INT21_DRIVE_LEASE", 60.0)         # a dea
 INT21_DRIVE_SLICE_SECONDS = env_float("INT21_DRIVE_SLICE", 600.0)        # a drive_run hands over after
 INT21_DRIVE_MAX_DEATHS = env_int("INT21_DRIVE_MAX_DEATHS", 3)            # drivers dead in one generation: failed
 INT21_RECOVER_SECONDS = env_float("INT21_RECOVER_EVERY", 30.0)           # orchestrate workers look for undriven runs
-INT21_WORKER_HEARTBEAT_SECONDS = env_float("INT21_WORKER_HEARTBEAT", 15.0)
-INT21_WORKER_STALE_SECONDS = env_float("INT21_WORKER_STALE", 60.0)
+# A worker beats every 2 s and is shown dead (stale) after 3 missed beats: seconds, not a minute.
+INT21_WORKER_HEARTBEAT_SECONDS = env_float("INT21_WORKER_HEARTBEAT", 2.0)
+INT21_WORKER_STALE_SECONDS = env_float("INT21_WORKER_STALE", 7.0)
 # Embedded mode: how often a stopped embedded worker is noticed and started again.
 INT21_EMBEDDED_CHECK_SECONDS = env_float("INT21_EMBEDDED_CHECK", 2.0)
 if not INT21_EVAL_HEARTBEAT_SECONDS < INT21_EVAL_STALE_SECONDS:
     raise ImproperlyConfigured("INT21_EVAL_HEARTBEAT must be shorter than INT21_EVAL_STALE")
+if not 0 < 2 * INT21_WORKER_HEARTBEAT_SECONDS < INT21_WORKER_STALE_SECONDS:
+    raise ImproperlyConfigured("INT21_WORKER_STALE must be more than two INT21_WORKER_HEARTBEAT periods, got "
+                               f"{INT21_WORKER_HEARTBEAT_SECONDS:g} / {INT21_WORKER_STALE_SECONDS:g}")
 if not INT21_DRIVE_SLICE_SECONDS < CELERY_TASK_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("INT21_DRIVE_SLICE must be shorter than INT21_EVAL_SOFT_LIMIT")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

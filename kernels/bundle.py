@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from kernels import workloads
+from kernels.harness.cases import Case, materialise
 from kernels.spec import Shape, c_signature
 
 INCLUDE = Path(__file__).resolve().parent / "harness" / "include"
@@ -79,10 +80,9 @@ def _check(got: str, want: str, size: int, label: str, atol: float, rtol: float,
 def test_program(workload: str, shape: Shape | None = None) -> str:
     wl = workloads.get(workload)
     shape = shape or wl.shapes.minimal[-1]
-    data = wl.make_inputs(shape, wl.distributions[0], 0)
-    inputs = {n: np.ascontiguousarray(v, dtype=np.float32) for n, v in data.items() if isinstance(v, np.ndarray)}
-    scalars = {n: float(v) for n, v in data.items() if not isinstance(v, np.ndarray)}
-    ref = wl.reference({**inputs, **scalars}, shape)
+    case = Case("bundle", "minimal", shape, wl.distributions[0], 0)
+    materialise(wl, case)        # in the harness's memory-limited child, as every reference is
+    inputs, scalars, ref = case.inputs, case.scalars, case.reference
     tol = wl.tolerance
     lines = ["/* generated: calls the kernel on a known input and checks it against the float64 reference */",
              "#include <math.h>", "#include <stdio.h>", "#include <stdint.h>", '#include "kernel.h"', ""]

@@ -19,6 +19,13 @@ def _status(row: Worker, now) -> str:
     return "live"
 
 
+def dead(names) -> dict[str, str]:
+    """Of these worker names, those the registry knows are gone: name → "stopped" or "stale"."""
+    now = timezone.now()
+    return {w.name: status for w in Worker.objects.filter(name__in=list(names))
+            if (status := _status(w, now)) != "live"}
+
+
 def workers() -> list[dict]:
     """Every worker that ever announced itself, newest heartbeat first; ``status`` is live,
     stale (no heartbeat for INT21_WORKER_STALE_SECONDS) or stopped (said goodbye)."""

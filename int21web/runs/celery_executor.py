@@ -5,7 +5,8 @@ queue, results read back from the database (each task writes its Evaluation row,
 
 While it waits, the executor also keeps delivery honest:
 - an attempt whose heartbeat went stale (its worker was killed, its host vanished) is marked
-  lost and the candidate is queued again under the next attempt number;
+  lost and the candidate is queued again under the next attempt number; sooner when the fleet
+  registry already sees its worker dead (seconds: INT21_WORKER_STALE);
 - after the broker restarts (Redis's run id changed), attempts that no worker claimed yet are
   published again, since a broker without persistence forgets its queues (a duplicate of a
   message that survived is a no-op: the claim is the row); so are unclaimed attempts while
@@ -24,6 +25,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from int21web.runs import delivery
 from int21web.runs import models as m
@@ -168,21 +170,40 @@ class CeleryExecutor:
         return result, outcome
 
     def _requeue_stale(self, waiting: set, attempts: dict, stale_after: timedelta):
-        """Give up on attempts whose heartbeat stopped; yields (candidate, why) for each re-queued."""
-        stale = m.Evaluation.objects.filter(candidate_id__in=waiting, finished_at__isnull=True, lost_at__isnull=True,
-                                            heartbeat_at__lt=Now() - stale_after)
-        for ev in list(stale):
+        """Give up on attempts whose heartbeat stopped, or whose worker the fleet registry sees
+        gone (stopped, or stale: INT21_WORKER_STALE) and that missed two beats of their own:
+        a dead worker's evaluation is queued again within seconds, not after INT21_EVAL_STALE.
+        Yields (candidate, why) for each re-queued."""
+        quiet = min(stale_after, timedelta(seconds=2 * settings.INT21_EVAL_HEARTBEAT_SECONDS))
+        silent = list(m.Evaluation.objects.filter(candidate_id__in=waiting, finished_at__isnull=True,
+                                                  lost_at__isnull=True, heartbeat_at__lt=Now() - quiet))
+        gone = _dead_workers({ev.worker for ev in silent}) if silent else {}
+        now = timezone.now()
+        for ev in silent:
             if ev.attempt != attempts[ev.candidate_id]:
+                continue
+            if ev.worker not in gone and ev.heartbeat_at >= now - stale_after:
                 continue
             if not m.Evaluation.objects.filter(pk=ev.pk, finished_at__isnull=True, lost_at__isnull=True).update(
                     lost_at=Now()):
                 continue   # it finished (or was given up on) just now
             attempts[ev.candidate_id] = ev.attempt + 1
             m.Candidate.objects.filter(pk=ev.candidate_id).update(attempt=ev.attempt + 1, state="queued")
-            why = (f"worker {ev.worker} stopped answering during attempt {ev.attempt} "
-                   f"(no heartbeat for {stale_after.total_seconds():g} s)")
+            if ev.worker in gone:
+                why = f"worker {ev.worker} died during attempt {ev.attempt} (the fleet sees it {gone[ev.worker]})"
+            else:
+                why = (f"worker {ev.worker} stopped answering during attempt {ev.attempt} "
+                       f"(no heartbeat for {stale_after.total_seconds():g} s)")
             log.warning("candidate %s: %s; queued attempt %s", ev.candidate_id, why, ev.attempt + 1)
             yield ev.candidate_id, why
+
+
+def _dead_workers(names: set) -> dict[str, str]:
+    try:
+        from int21web.fleet.selectors import dead   # the fleet registry, where installed
+    except ImportError:
+        return {}
+    return dead(names)
 
 
 def ended(run_id: int) -> bool:

@@ -4,7 +4,11 @@ On connect the consumer sends every stored event after ``after`` (0: all), then 
 as it is stored, in sequence order, each exactly once. Clients may also send
 ``{"action": "pause" | "resume" | "stop"}`` (engineers only) and ``{"after": N}`` to resync.
 Anonymous sockets are refused (close code 4401), users without a role too (4403), unknown
-runs with 4404.
+runs with 4404. Beside the events (each with its ``seq``), a client that asks (``&workers=1``,
+as the run page does) is sent ``{"workers": {"live": bool, "reason": str}}`` on connect and
+whenever the run's target
+gains or loses its last live worker (checked every poll), so an open page stops showing a
+run as progressing within seconds of its worker dying (the fleet's INT21_WORKER_STALE).
 """
 from __future__ import annotations
 
@@ -40,6 +44,9 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.lock = asyncio.Lock()
         await self.channel_layer.group_add(live.group(self.run_id), self.channel_name)
         await self.accept()
+        self.target = await _target(self.run_id) if _flag(self.scope.get("query_string", b""), "workers") else None
+        self.workers = None
+        await self.send_workers()
         await self.send_missed()
         self.poller = asyncio.ensure_future(self._poll())
 
@@ -56,7 +63,16 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     async def _poll(self):
         while True:
             await asyncio.sleep(POLL_SECONDS)
+            await self.send_workers()
             await self.send_missed()
+
+    async def send_workers(self):
+        if self.target is None:
+            return
+        now = await _workers(self.target)
+        if now is not None and now != self.workers:
+            self.workers = now
+            await self.send_json({"workers": now})
 
     async def send_missed(self):
         async with self.lock:
@@ -88,6 +104,26 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 def _events_after(run_id: int, after: int):
     return [(e.seq, e.kind, e.data, e.created_at.isoformat())
             for e in m.Event.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:BATCH]]
+
+
+@database_sync_to_async
+def _target(run_id: int) -> str:
+    return (m.Run.objects.filter(pk=run_id).values_list("spec", flat=True).first() or {}).get("target", "cpu")
+
+
+@database_sync_to_async
+def _workers(target: str) -> dict | None:
+    try:
+        from int21web.fleet.selectors import live_worker_for   # the fleet registry, where installed
+    except ImportError:
+        return None
+    av = live_worker_for(target)
+    return {"live": av.live, "reason": av.reason}
+
+
+def _flag(query: bytes, name: str) -> bool:
+    from urllib.parse import parse_qs
+    return parse_qs(query.decode()).get(name, ["0"])[0] == "1"
 
 
 def _after(query: bytes) -> int:

@@ -8,7 +8,8 @@ def run_progress(run: m.Run) -> dict:
     budget = (run.spec.get("budget") or {}).get("evaluations") or 1
     done = run.candidates.filter(result__isnull=False).count()
     return {"run": run, "done": done, "budget": budget, "percent": min(100, round(100 * done / budget)),
-            "best": run.best.score if run.best_id else None}
+            "best": run.best.score if run.best_id else None,
+            "speed": run.best.speed if run.best_id else None}   # the one number, with its spread
 
 
 def dashboard() -> dict:

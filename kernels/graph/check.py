@@ -22,6 +22,7 @@ import numpy as np
 
 from kernels.graph import interpreter, opset
 from kernels.graph.ir import Graph
+from kernels.harness import build
 from kernels.harness.verify import compare
 from kernels.spec import Tolerance
 
@@ -92,7 +93,13 @@ def import_check(graph: Graph, params: dict, samples: list) -> CheckResult:
     loose = loosened(tol, CHECK_SLACK)
     reports, needed = [], 0.0
     for sample in samples:
-        refs = interpreter.run(graph, {**sample.inputs, **params})
+        feeds = {**sample.inputs, **params}
+        try:   # in the harness's memory-limited child, as every reference is (kernels.harness.build)
+            got = build.in_child(lambda: {f"o{i}": np.asarray(r) for i, r in enumerate(interpreter.run(graph, feeds))},
+                                 budget=build.cap_bytes(), what=f"the interpreter's outputs on seed {sample.seed}")
+        except build.BuildError as exc:
+            return CheckResult(False, tol, reports, f"the import could not be checked: {exc}")
+        refs = [got[f"o{i}"] for i in range(len(got))]
         for i, (mine, theirs) in enumerate(zip(refs, sample.outputs)):
             rep = compare(np.asarray(theirs, dtype=np.float32), mine, loose)
             rep = {k: v for k, v in rep.items() if k != "shape"}

@@ -12,6 +12,12 @@ Two kinds of data:
   expected output stays exact: the reference reordered the same way (gathered from the
   cached reference, or computed on the slice that is checked). A workload without
   independent dims is timed on a pool of several base sets in a secret order instead.
+
+Every input and reference here is built in a memory-limited child (:mod:`kernels.harness.build`),
+never in the evaluator's process: the small cases of an evaluation in one child; a base set's
+inputs, its full reference and each checked slice's reference in one child each. What comes
+back is cached per process (small cases by their seed, base sets by their secret one), so an
+evaluation after the first forks only for the slices it checks.
 """
 from __future__ import annotations
 
@@ -20,13 +26,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kernels.harness import build
 from kernels.harness.verify import Prepared
+from kernels.limits import footprint_bytes
 from kernels.spec import Shape, Tolerance, Workload
 
 # This process's secret: the base data sets of large shapes are drawn from it, so no
 # candidate (nor its author) can know them in advance.
 _PROCESS_SEED = secrets.randbits(63)
 BASE_CACHE_BYTES = 1536 << 20     # base data sets (inputs + references) kept per process
+SMALL_CACHE_BYTES = 256 << 20     # small cases' inputs and references kept per process
 POOL = 3                          # base sets of a workload that cannot be reordered
 
 
@@ -64,10 +73,51 @@ def small_cases(wl: Workload, *, seeds: int, shapes: list[tuple[str, Shape]]) ->
 
 
 def materialise(wl: Workload, case: Case) -> None:
-    data = wl.make_inputs(case.shape, case.distribution, case.seed)
-    case.inputs = {n: np.ascontiguousarray(v, dtype=np.float32) for n, v in data.items() if isinstance(v, np.ndarray)}
-    case.scalars = {n: float(v) for n, v in data.items() if not isinstance(v, np.ndarray)}
-    case.reference = wl.reference({**case.inputs, **case.scalars}, case.shape)
+    materialise_all(wl, [case])
+
+
+_SMALL: dict[tuple, tuple] = {}    # (workload, shape, distribution, seed) → (workload, inputs, scalars, reference)
+
+
+def materialise_all(wl: Workload, cases: list[Case]) -> None:
+    """Each case's inputs and full float64 reference: those not cached, built in one child."""
+    def key(c):
+        return (wl.name, c.shape.label(), c.distribution, c.seed)
+    found = {key(c): _SMALL[key(c)] for c in cases if _SMALL.get(key(c), (None,))[0] is wl}
+    todo = [c for c in cases if key(c) not in found]
+    if todo:
+        def draw() -> dict:
+            out = {}
+            for i, c in enumerate(todo):
+                inputs, scalars = _split(wl.make_inputs(c.shape, c.distribution, c.seed))
+                ref = wl.reference({**inputs, **scalars}, c.shape)
+                out.update({f"{i}:in:{n}": v for n, v in inputs.items()})
+                out.update({f"{i}:sc:{n}": v for n, v in scalars.items()})
+                out.update({f"{i}:ref:{n}": np.asarray(v) for n, v in ref.items()})
+            return out
+        shapes = {c.shape.label(): c.shape for c in todo}
+        got = build.in_child(draw, budget=build.budget_for(sum(footprint_bytes(wl, s) for s in shapes.values())),
+                             what=f"the inputs and references of {len(todo)} small cases of {wl.name}")
+        parts = [{"in": {}, "sc": {}, "ref": {}} for _ in todo]
+        for name, v in got.items():
+            index, part, arg = name.split(":", 2)
+            parts[int(index)][part][arg] = v
+        for c, p in zip(todo, parts):
+            found[key(c)] = _SMALL[key(c)] = (wl, p["in"], p["sc"], p["ref"])
+        while len(_SMALL) > 1 and sum(_small_nbytes(v) for v in _SMALL.values()) > SMALL_CACHE_BYTES:
+            _SMALL.pop(next(iter(_SMALL)))
+    for c in cases:     # from this call's own hold: trimming the cache may have dropped any of them
+        _, c.inputs, c.scalars, c.reference = found[key(c)]
+
+
+def _small_nbytes(entry: tuple) -> int:
+    return sum(a.nbytes for part in (entry[1], entry[3]) for a in part.values())
+
+
+def _split(data: dict) -> tuple[dict, dict]:
+    inputs = {n: np.ascontiguousarray(v, dtype=np.float32) for n, v in data.items() if isinstance(v, np.ndarray)}
+    scalars = {n: float(v) for n, v in data.items() if not isinstance(v, np.ndarray)}
+    return inputs, scalars
 
 
 # --------------------------------------------------------------------------- base sets
@@ -91,7 +141,10 @@ class Base:
 
     def full_reference(self, tol: Tolerance) -> dict:
         if self.reference is None:
-            self.reference = self.wl.reference({**self.inputs, **self.scalars}, self.shape)
+            wl, shape, feeds = self.wl, self.shape, {**self.inputs, **self.scalars}
+            self.reference = build.in_child(
+                lambda: {n: np.asarray(v) for n, v in wl.reference(feeds, shape).items()},
+                budget=build.budget_for(footprint_bytes(wl, shape)), what=f"the float64 reference of {wl.name} at {shape}")
             self.prepared = {n: Prepared(r, tol) for n, r in self.reference.items()}
             _trim()
         return self.reference
@@ -107,10 +160,14 @@ def base_set(wl: Workload, shape: Shape, distribution: str, index: int = 0) -> B
         hit = None      # another workload of the same name (a re-import, a fusion group in memory)
     if hit is None:
         seed = (_PROCESS_SEED + 7919 * index) % (1 << 62)
-        data = wl.make_inputs(shape, distribution, seed)
-        inputs = {n: np.ascontiguousarray(v, dtype=np.float32) for n, v in data.items() if isinstance(v, np.ndarray)}
-        scalars = {n: float(v) for n, v in data.items() if not isinstance(v, np.ndarray)}
-        hit = Base(wl, shape, distribution, inputs, scalars)
+
+        def draw() -> dict:
+            inputs, scalars = _split(wl.make_inputs(shape, distribution, seed))
+            return {**{f"in:{n}": v for n, v in inputs.items()}, **{f"sc:{n}": v for n, v in scalars.items()}}
+        got = build.in_child(draw, budget=build.budget_for(footprint_bytes(wl, shape)),
+                             what=f"the inputs of {wl.name} at {shape} ({distribution})")
+        hit = Base(wl, shape, distribution, {n[3:]: v for n, v in got.items() if n.startswith("in:")},
+                   {n[3:]: v for n, v in got.items() if n.startswith("sc:")})
     _BASES[key] = hit   # most recently used last
     _trim()
     return hit
@@ -218,14 +275,18 @@ class View:
 
 def _slice_reference(base: Base, picks: dict[str, np.ndarray]) -> dict:
     wl = base.wl
-    inputs = {}
-    for name, arr in base.inputs.items():
-        for ax, d in enumerate(wl.arg(name).dims):
-            if d in picks:
-                arr = np.take(arr, picks[d], axis=ax)
-        inputs[name] = np.ascontiguousarray(arr)
     shape = Shape(tuple((d, len(picks[d]) if d in picks else v) for d, v in base.shape.dims))
-    return wl.reference({**inputs, **base.scalars}, shape)
+
+    def ref() -> dict:
+        inputs = {}
+        for name, arr in base.inputs.items():
+            for ax, d in enumerate(wl.arg(name).dims):
+                if d in picks:
+                    arr = np.take(arr, picks[d], axis=ax)
+            inputs[name] = np.ascontiguousarray(arr)
+        return {n: np.asarray(v) for n, v in wl.reference({**inputs, **base.scalars}, shape).items()}
+    return build.in_child(ref, budget=build.budget_for(footprint_bytes(wl, base.shape)),
+                          what=f"the float64 reference of {wl.name} on a slice of {base.shape}")
 
 
 def sample_positions(view: View, rng: np.random.Generator, *, changed: dict | None = None,

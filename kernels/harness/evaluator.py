@@ -19,6 +19,7 @@ from kernels.harness import calm
 from kernels.harness import cases as C
 from kernels.harness import phases, sanity
 from kernels.harness.box import Box
+from kernels.harness.build import BuildError
 from kernels.harness.outcome import EvalOutcome, Stage
 from kernels.harness.settings import EvalSettings, SettingsError, from_goal  # noqa: F401 (re-exported)
 from kernels.harness.static import check_source
@@ -127,6 +128,11 @@ class Evaluator:
             ctx = phases.Ctx(wl, tgt, runnable, params, s, s.tolerance or wl.tolerance, box,
                              np.random.default_rng(secrets.randbits(128)), declared_threads(source, params))
             return self._dynamic(ctx, stages, finish, resources)
+        except BuildError as exc:   # the data, not the kernel: this process and its worker live on
+            stages.append(Stage("inputs", "failed", 0.0, str(exc), {"build": exc.kind}))
+            return finish("crashed", f"The harness could not build the data to check this kernel on: {exc}. "
+                                     "The goal's shapes are too large for this host, not the kernel at fault.",
+                          resources=resources)
         finally:
             box.close()
 
@@ -143,8 +149,7 @@ class Evaluator:
         # correctness
         t0 = time.monotonic()
         small = self._cases(wl)
-        for case in small:
-            C.materialise(wl, case)
+        C.materialise_all(wl, small)
         large = self._large_cases(wl, shape, ctx.rng)
         run = phases.correctness(ctx, small, large)
         n = len(small) + len(large)

@@ -191,13 +191,31 @@
   }
   setInterval(draw, 250);
 
+  // Whether a live worker serves the run's target (the consumer says so when it changes): with
+  // none, the page says the run waits, never that it is live and progressing.
+  S.workers = null;
+  function showWorkers(w) {
+    S.workers = w;
+    var banner = document.getElementById("no-worker");
+    if (banner) {
+      banner.hidden = w.live || !!ENDED[S.state];
+      var why = document.getElementById("no-worker-reason");
+      if (why) why.textContent = w.reason;
+    }
+    if (!ENDED[S.state]) text("live-status", w.live ? "live" : "waiting: no live worker");
+  }
+
   function connect() {
-    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/runs/" + runId + "/?after=" + S.lastSeq;
+    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/runs/" + runId + "/?workers=1&after=" + S.lastSeq;
     ws = new WebSocket(url);
-    ws.onopen = function () { backoff = 250; text("live-status", ENDED[S.state] ? "ended" : "live"); };
+    ws.onopen = function () {
+      backoff = 250;
+      text("live-status", ENDED[S.state] ? "ended" : (S.workers && !S.workers.live ? "waiting: no live worker" : "live"));
+    };
     ws.onmessage = function (e) {
       var msg = JSON.parse(e.data);
       if (msg.error) { activity(msg.error); return; }
+      if (msg.workers) { showWorkers(msg.workers); return; }
       S.received += 1;
       if (msg.seq <= S.lastSeq) { S.duplicates += 1; return; }
       if (msg.seq !== S.lastSeq + 1) S.outOfOrder += 1;

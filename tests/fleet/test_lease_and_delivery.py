@@ -100,6 +100,30 @@ def test_a_stale_attempt_is_requeued_once_under_the_next_number(candidate, setti
     assert list(ex._requeue_stale({candidate.id}, attempts, timedelta(seconds=30))) == []
 
 
+def test_an_attempt_of_a_worker_the_fleet_sees_dead_is_requeued_within_seconds(candidate, settings):
+    """Its own heartbeat is only two beats old (INT21_EVAL_STALE is far off), but its worker
+    stopped beating in the fleet registry: the candidate is queued again now."""
+    from int21web.fleet import services as fleet
+    from int21web.fleet.models import Worker
+    fleet.worker_announce(name="dead@host", hostname="host", pid=1, queues=["target.cpu"], targets=["cpu"],
+                          concurrency=1, fingerprint={})
+    fleet.worker_announce(name="alive@host", hostname="host", pid=2, queues=["target.cpu"], targets=["cpu"],
+                          concurrency=1, fingerprint={})
+    quiet = timezone.now() - timedelta(seconds=2 * settings.INT21_EVAL_HEARTBEAT_SECONDS + 1)
+    Worker.objects.filter(name="dead@host").update(
+        heartbeat_at=timezone.now() - timedelta(seconds=settings.INT21_WORKER_STALE_SECONDS + 1))
+    ev = delivery.claim(candidate.id, 1, "dead@host")
+    m.Evaluation.objects.filter(pk=ev.pk).update(heartbeat_at=quiet)
+    other = m.Candidate.objects.create(run=candidate.run, generation=0, key="k2", params={}, agent="explorer",
+                                       rationale="", source="", attempt=1, state="queued")
+    busy = delivery.claim(other.id, 1, "alive@host")
+    m.Evaluation.objects.filter(pk=busy.pk).update(heartbeat_at=quiet)
+    attempts = {candidate.id: 1, other.id: 1}
+    again = list(CeleryExecutor()._requeue_stale({candidate.id, other.id}, attempts, timedelta(seconds=30)))
+    assert again == [(candidate.id, "worker dead@host died during attempt 1 (the fleet sees it stale)")]
+    assert attempts == {candidate.id: 2, other.id: 1}
+
+
 def test_a_fresh_heartbeat_is_left_alone(candidate):
     delivery.claim(candidate.id, 1, "busy@host")
     assert list(CeleryExecutor()._requeue_stale({candidate.id}, {candidate.id: 1}, timedelta(seconds=30))) == []

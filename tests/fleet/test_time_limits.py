@@ -43,3 +43,9 @@ def test_a_hard_limit_past_the_visibility_timeout_stops_start_up():
 def test_a_soft_limit_past_the_hard_limit_stops_start_up():
     r = check(INT21_EVAL_SOFT_LIMIT="2400", INT21_EVAL_HARD_LIMIT="2400")
     assert r.returncode != 0 and "INT21_EVAL_SOFT_LIMIT < INT21_EVAL_HARD_LIMIT" in r.stderr
+
+
+def test_a_worker_stale_window_of_fewer_than_two_beats_stops_start_up():
+    r = check(INT21_WORKER_HEARTBEAT="5", INT21_WORKER_STALE="7")
+    assert r.returncode != 0
+    assert "INT21_WORKER_STALE must be more than two INT21_WORKER_HEARTBEAT periods, got 5 / 7" in r.stderr

@@ -50,6 +50,17 @@ def test_live_worker_for_says_why_a_target_waits(db):
     assert [w["status"] for w in selectors.workers()] == ["stopped"]
 
 
+def test_a_worker_is_seen_dead_after_three_missed_beats_not_a_minute(db, settings):
+    assert settings.INT21_WORKER_HEARTBEAT_SECONDS == 2.0 and settings.INT21_WORKER_STALE_SECONDS == 7.0
+    announce("cpu@rack1", ["target.cpu"])
+    ago = timezone.now() - timedelta(seconds=settings.INT21_WORKER_HEARTBEAT_SECONDS + 0.5)   # one beat late
+    Worker.objects.filter(name="cpu@rack1").update(heartbeat_at=ago)
+    assert [w["status"] for w in selectors.workers()] == ["live"]
+    Worker.objects.filter(name="cpu@rack1").update(heartbeat_at=timezone.now() - timedelta(seconds=7.5))
+    assert [w["status"] for w in selectors.workers()] == ["stale"]
+    assert selectors.dead(["cpu@rack1", "unknown@x"]) == {"cpu@rack1": "stale"}
+
+
 @override_settings(CELERY_EMBEDDED=True)
 def test_in_embedded_mode_the_web_process_serves_the_cpu_target(db):
     assert selectors.live_worker_for("cpu").live

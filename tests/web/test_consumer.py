@@ -121,3 +121,36 @@ def test_a_viewer_cannot_pause_a_run_but_an_engineer_can(users):
         await viewer.disconnect()
         await engineer.disconnect()
     run_async(go())
+
+
+def test_a_page_that_asks_is_told_when_its_target_loses_and_regains_a_live_worker(users, settings, monkeypatch):
+    from django.utils import timezone
+
+    from int21web.fleet import services as fleet
+    from int21web.fleet.models import Worker
+    from int21web.runs import consumers
+    settings.CELERY_EMBEDDED = False
+    monkeypatch.setattr(consumers, "POLL_SECONDS", 0.1)
+    fleet.worker_announce(name="cpu@rack1", hostname="rack1", pid=1, queues=["target.cpu"], targets=["cpu"],
+                          concurrency=1, fingerprint={})
+    run = make_run()
+
+    def kill():   # no beat for longer than INT21_WORKER_STALE
+        Worker.objects.filter(name="cpu@rack1").update(
+            heartbeat_at=timezone.now() - timezone.timedelta(seconds=settings.INT21_WORKER_STALE_SECONDS + 1))
+
+    async def go():
+        comm = WebsocketCommunicator(URLRouter(websocket_urls), f"/ws/runs/{run.id}/?workers=1&after=0")
+        comm.scope["user"] = users["viewer"]
+        connected, _ = await comm.connect()
+        assert connected
+        assert (await comm.receive_json_from(timeout=5)) == {"workers": {
+            "live": True, "reason": "1 live worker(s) on target.cpu: cpu@rack1"}}
+        await database_sync_to_async(kill)()
+        gone = await comm.receive_json_from(timeout=5)
+        assert gone["workers"]["live"] is False and "the last one, cpu@rack1, was heard from" in gone["workers"]["reason"]
+        await database_sync_to_async(fleet.worker_heartbeat)(name="cpu@rack1")
+        back = await comm.receive_json_from(timeout=5)
+        assert back["workers"]["live"] is True
+        await comm.disconnect()
+    run_async(go())

@@ -78,7 +78,7 @@ def test_a_killed_embedded_worker_is_shown_down_then_restarted_and_the_run_compl
 
         client.force_login(users["viewer"])
         page = client.get(f"/runs/{run_id}/").content.decode()
-        assert 'id="no-worker"' in page and "No live worker serves target.cpu" in page
+        assert '<p class="error" id="no-worker">' in page and "No live worker serves target.cpu" in page
         judged = m.Candidate.objects.filter(run_id=run_id, result__isnull=False).count()
         time.sleep(0.5)
         assert m.Candidate.objects.filter(run_id=run_id, result__isnull=False).count() == judged   # nothing moves
@@ -91,4 +91,4 @@ def test_a_killed_embedded_worker_is_shown_down_then_restarted_and_the_run_compl
     run = m.Run.objects.get(pk=run_id)
     assert m.Candidate.objects.filter(run_id=run_id, result__isnull=False).count() == 5
     assert "budget of 5" in run.finish_reason
-    assert 'id="no-worker"' not in client.get(f"/runs/{run_id}/").content.decode()
+    assert '<p class="error" id="no-worker" hidden>' in client.get(f"/runs/{run_id}/").content.decode()

@@ -70,3 +70,34 @@ def test_confirmation_takes_each_baselines_median():
     r = Result(status="ok", reason="", score=1.0, speedup={"numpy": 1.0, "torch": 2.0})
     c = r.confirmed([1.0, 0.5, 0.8], [{"numpy": 1.0, "torch": 2.0}, {"numpy": 0.5, "torch": 1.0}, {}])
     assert c.score == 0.8 and c.speedup == {"numpy": 0.5, "torch": 1.0}
+
+
+def test_the_run_list_dashboard_and_goal_page_show_the_best_with_its_spread(world, as_role, users):
+    run, lucky, steady, single = world
+    client = as_role("viewer")
+    spread = "1.30× <span class=\"muted spread\">(1.25–1.40, median of 3)</span>"
+    for url in ("/runs/", "/", f"/goals/{run.goal_id}/"):
+        page = client.get(url).content.decode()
+        assert spread in page, url
+    # a run whose best was measured once says so
+    other = m.Run.objects.create(goal=run.goal, spec=SPEC, state="finished", started_by=users["engineer"])
+    once = candidate(other, "d", 1.07)
+    m.Run.objects.filter(pk=other.id).update(best=once)
+    assert "1.07× <span class=\"muted spread\">(one measurement)</span>" in client.get("/runs/").content.decode()
+
+
+def test_the_library_shows_the_kernels_confirmed_speed_beside_its_recheck(world, as_role, users):
+    from int21web.library.models import KernelVersion
+    run, lucky, steady, single = world
+    kv = KernelVersion.objects.create(workload="matmul", target="cpu", shape_bucket="small", version=1, champion=True,
+                                      candidate=steady, source=steady.source, params=steady.params, score=1.33,
+                                      manifest={"metric": "speedup", "entry_point": "kernel"},
+                                      promoted_by=users["reviewer"])
+    client = as_role("viewer")
+    listing = client.get("/library/").content.decode()
+    assert "1.30× <span class=\"muted spread\">(1.25–1.40, median of 3)</span>" in listing
+    page = client.get(f"/library/{kv.id}/").content.decode()
+    score = page.split('id="kernel-score">')[1].split("</dd>")[0]
+    assert "1.30× <span class=\"muted spread\">(1.25–1.40, median of 3)</span>" in score
+    assert score.index("median of 3") < score.index("confirmed in its run")
+    assert "1.330 (speedup) <span class=\"muted\">at the held-out re-check (one measurement)</span>" in score

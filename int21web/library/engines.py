@@ -127,15 +127,19 @@ def engine_propose(*, engine_name: str, user, note: str = "", candidates: dict |
 
 # --------------------------------------------------------------------------- reviewing
 
+def _must_be_open(ep: EngineProposal, done: str) -> None:
+    if ep.state != "open":
+        raise ValueError(f"Engine proposal #{ep.id} is {ep.state.replace('_', ' ')}; only an open proposal "
+                         f"can be {done}.")
+
+
 def engine_approve(*, proposal_id: int, user, comment: str = "") -> EngineProposal:
     """A reviewer approves the engine: every open phase at once, by the kernel gate's rules.
     When the approvals reach the count, every phase's held-out re-check is queued."""
     require(user, "reviewer", "approving an engine")
     with transaction.atomic():
         ep = _locked(proposal_id)
-        if ep.state != "open":
-            raise ValueError(f"Engine proposal #{ep.id} is {ep.state.replace('_', ' ')}; only an open proposal "
-                             "can be approved.")
+        _must_be_open(ep, "approved")
         before = _snapshot(ep)
         phases = _phases(ep)
         for prop in phases:      # a run you started, in any phase, is not yours to approve
@@ -186,9 +190,7 @@ def engine_recheck(*, proposal_id: int, user) -> EngineProposal:
         raise RoleError("re-running a held-out re-check needs the engineer or reviewer role")
     with transaction.atomic():
         ep = _locked(proposal_id)
-        if ep.state != "open":
-            raise ValueError(f"Engine proposal #{ep.id} is {ep.state.replace('_', ' ')}; only an open proposal "
-                             "can be re-checked.")
+        _must_be_open(ep, "re-checked")
         before = _snapshot(ep)
         phases = _phases(ep)
         todo = [p for p in phases if p.state == "open"]

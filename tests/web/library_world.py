@@ -26,6 +26,11 @@ GOAL = {"workload": "softmax", "target": "cpu", "shapes": ["256x1024"], "held_ou
         # which would make "the same result" a matter of luck in these tests.
         "eval_settings": {"baselines": ["numpy"]}}
 
+# For the tests of the gate's flow, not of the kernel's speed: the gate's re-check also times
+# the workload's torch baseline, which the seed beats by only ~1.2x on a quiet host and may
+# not on a loaded one; a goal whose target is 0.5x keeps "meets its goal" out of the flow's way.
+FLOW_GOAL = {"budget": {"evaluations": 8, "target_speedup": 0.5}}
+
 # Right everywhere except the last row of a 97-row batch: it passes every shape the search
 # checks and fails the held-out shape 97x1000.
 OVERFITTED = r"""

@@ -12,7 +12,7 @@ from int21web.library.models import AuditEntry, KernelVersion, Proposal, Review
 from int21web.library.tasks import run_evaluation
 from int21web.runs import models as rm
 from kernels import library
-from tests.web.library_world import (OVERFITTED, finish_evaluation, make_candidate, people,  # noqa: F401
+from tests.web.library_world import (FLOW_GOAL, OVERFITTED, finish_evaluation, make_candidate, people,  # noqa: F401
                                      real_outcome, with_speedup)
 
 pytestmark = pytest.mark.django_db
@@ -254,7 +254,7 @@ def test_a_re_evaluation_runs_as_a_task_on_the_target_queue(people, worker, djan
 
 def test_an_approved_candidate_is_rechecked_on_held_out_shapes_promoted_and_loadable(
         people, worker, library_dir, client, django_capture_on_commit_callbacks):
-    cand = make_candidate(outcome=real_outcome(), started_by=people["alice"])
+    cand = make_candidate(outcome=real_outcome(), started_by=people["alice"], goal=FLOW_GOAL)
     prop = services.promotion_propose(candidate_id=cand.id, user=people["alice"])
     with django_capture_on_commit_callbacks(execute=True):
         services.review_approve(proposal_id=prop.id, user=people["bob"], comment="ship it")
@@ -462,7 +462,7 @@ def test_the_library_command_lists_and_exports(people, tmp_path, monkeypatch, dj
 def test_a_recheck_that_cannot_run_reopens_the_proposal_to_be_rechecked_again(people, worker, monkeypatch, client,
                                                                               django_capture_on_commit_callbacks):
     from kernels.harness import evaluator
-    cand = make_candidate(outcome=real_outcome(), started_by=people["alice"])
+    cand = make_candidate(outcome=real_outcome(), started_by=people["alice"], goal=FLOW_GOAL)
     prop = services.promotion_propose(candidate_id=cand.id, user=people["alice"])
 
     def no_compiler(self, *a, **k):

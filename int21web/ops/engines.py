@@ -7,6 +7,7 @@ session is one ``swarm.judge.judge`` call.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 
@@ -76,63 +77,113 @@ def engine_search(name: str, *, budget: int, population: int = 8, confirm: int =
     session (torch eager, torch.compile, ONNX Runtime, OpenVINO where it imports). Returns
     ``{"correct", "status", "reason", "median_ms", "speedup", "groups", "evaluations",
     "engine_id", "phases": {phase: the same for that phase}}``; with one phase the top-level
-    values are that phase's, with several ``median_ms`` and ``speedup`` are by phase."""
-    from int21web.runs import models as rm
+    values are that phase's, with several ``median_ms`` and ``speedup`` are by phase.
+
+    Everything here runs in this process, one phase after the other (the command line);
+    ``int21web.ops.jobs`` runs the same steps as tasks (the API)."""
     from int21web.runs import services as rs
-    from int21web.runs.embedded import embedded_worker
-    from int21web.runs.management.commands.swarm import run_summary
-    from kernels.engine import service
+    from int21web.runs.embedded import current, embedded_worker
     from swarm.goals import GoalError
-    from swarm.judge import judge
-    from swarm.types import Budget, Goal
-    row = engine_row(name)
-    record = row.record
-    chosen = [p for p in record["phases"] if not phases or p in phases]
-    if not chosen:
-        raise EngineRefused(f"{name} has no phase {', '.join(phases)} (it has {', '.join(record['phases'])})")
+    chosen = search_phases(name, phases)
     if peers:
-        service.prepare_peers(name)    # the ONNX exports, here (trusted), before any timing child needs them
+        search_prepare(name)
     out = {}
     for phase in chosen:
-        info = record["phases"][phase]
         t0 = time.monotonic()
-        goal = Goal(workload=info["workload"], target="cpu", population=population, confirm_top=confirm,
-                    budget=Budget(evaluations=budget, stagnation_generations=6))
         also = [progress(phase, budget)] if progress else None
         try:
-            with embedded_worker(orchestrate=False):
-                run_id = rs.run_start(goal=goal, started_by=user, also=also)
+            # a process that already serves the queues (the web app's embedded workers) needs no more
+            with embedded_worker(orchestrate=False) if current() is None else contextlib.nullcontext():
+                run_id = search_start(name, phase, budget=budget, population=population, confirm=confirm,
+                                      user=user, also=also)
                 rs.run_drive(run_id=run_id, also=also)
         except GoalError as exc:
             raise EngineRefused(f"{phase}: {exc}") from None
-        s = run_summary(run_id)
-        best = s["best"] or {}
-        res = {"phase": phase, "workload": info["workload"], "run_id": run_id, "correct": bool(best),
-               "status": "ok" if best else "no_correct_kernel", "reason": s["reason"],
-               "median_ms": best.get("median_ms"), "speedup": dict(best.get("speedup") or {}),
-               "groups": info["groups"], "evaluations": s["evaluations"], "candidate_id": best.get("candidate_id")}
-        if best and peers:
-            cand = rm.Candidate.objects.get(pk=best["candidate_id"])
-            final, data = judge(replace(goal, eval_settings={"baselines": peers_of(info["workload"])}), cand.source,
-                                cand.params)
-            res["final_session"] = {"status": final.status, "median_ms": final.median_ms,
-                                    "speedup": final.speedup, "notes": data.get("notes", [])}
-            if final.status == "ok":
-                res["speedup"], res["median_ms"] = dict(final.speedup), final.median_ms
-            else:
-                res.update(correct=False, status=final.status,
-                           reason=f"the final session against the peers: {final.reason}")
-        res["minutes"] = round((time.monotonic() - t0) / 60, 2)
-        out[phase] = res
-        runs = dict(row.runs)
-        runs[phase] = [*runs.get(phase, []), run_id]
-        row.runs = runs
-        row.results = {**row.results, phase: res}
-        row.save(update_fields=["runs", "results"])
-    report = summary(row, out)
+        out[phase] = search_settle(name, phase, run_id, peers=peers, seconds=time.monotonic() - t0)
+    return search_report(name, out)
+
+
+def search_phases(name: str, phases=None) -> list[str]:
+    """The phases of ``name`` an engine run searches (all, or those named; an unknown one refused)."""
+    record = engine_row(name).record
+    chosen = [p for p in record["phases"] if not phases or p in phases]
+    if not chosen:
+        raise EngineRefused(f"{name} has no phase {', '.join(phases)} (it has {', '.join(record['phases'])})")
+    return chosen
+
+
+def search_prepare(name: str) -> None:
+    """The ONNX exports, here (trusted), before any timing child needs them."""
+    from kernels.engine import service
+    service.prepare_peers(name)
+
+
+def phase_goal(name: str, phase: str, *, budget: int, population: int = 8, confirm: int = 3):
+    """The swarm goal that searches one phase of an engine."""
+    from swarm.types import Budget, Goal
+    info = engine_row(name).record["phases"][phase]
+    return Goal(workload=info["workload"], target="cpu", population=population, confirm_top=confirm,
+                budget=Budget(evaluations=budget, stagnation_generations=6))
+
+
+def search_start(name: str, phase: str, *, budget: int, population: int = 8, confirm: int = 3, user=None,
+                 also=None) -> int:
+    """Start the run that searches ``phase`` (not driven yet); its id is kept on the row."""
+    from int21web.runs import services as rs
+    goal = phase_goal(name, phase, budget=budget, population=population, confirm=confirm)
+    run_id = rs.run_start(goal=goal, started_by=user, also=also)
+    row = engine_row(name)
+    runs = dict(row.runs)
+    runs[phase] = [*runs.get(phase, []), run_id]
+    row.runs = runs
+    row.save(update_fields=["runs"])
+    return run_id
+
+
+def search_settle(name: str, phase: str, run_id: int, *, peers: bool = True, seconds: float = 0.0) -> dict:
+    """A finished search run's result for its phase: its best kernel, timed once more against
+    every peer side by side when ``peers``; kept on the row as the phase's last result."""
+    from int21web.runs import models as rm
+    from int21web.runs.management.commands.swarm import run_summary
+    from swarm.judge import judge
+    from int21web.runs.store import goal_from
+    row = engine_row(name)
+    info = row.record["phases"][phase]
+    t0 = time.monotonic()
+    s = run_summary(run_id)
+    best = s["best"] or {}
+    res = {"phase": phase, "workload": info["workload"], "run_id": run_id, "correct": bool(best),
+           "status": "ok" if best else "no_correct_kernel", "reason": s["reason"],
+           "median_ms": best.get("median_ms"), "speedup": dict(best.get("speedup") or {}),
+           "groups": info["groups"], "evaluations": s["evaluations"], "candidate_id": best.get("candidate_id")}
+    if best and peers:
+        cand = rm.Candidate.objects.get(pk=best["candidate_id"])
+        goal = goal_from(rm.Run.objects.get(pk=run_id).spec)
+        final, data = judge(replace(goal, eval_settings={"baselines": peers_of(info["workload"])}), cand.source,
+                            cand.params)
+        res["final_session"] = {"status": final.status, "median_ms": final.median_ms,
+                                "speedup": final.speedup, "notes": data.get("notes", [])}
+        if final.status == "ok":
+            res["speedup"], res["median_ms"] = dict(final.speedup), final.median_ms
+        else:
+            res.update(correct=False, status=final.status,
+                       reason=f"the final session against the peers: {final.reason}")
+    res["minutes"] = round((seconds + time.monotonic() - t0) / 60, 2)
+    row.results = {**row.results, phase: res}
+    row.save(update_fields=["results"])
+    return res
+
+
+def search_report(name: str, phases: dict) -> dict:
+    """The engine run's report over its phases' results, with the greedy-decode check run
+    again on the best kernels the runs found (still in the sandbox) when both phases have one."""
+    from int21web.runs import models as rm
+    from kernels.engine import service
+    row = engine_row(name)
+    record = row.record
+    report = summary(row, phases)
     best = {p: r.get("candidate_id") for p, r in (row.results or {}).items() if r.get("correct")}
     if record.get("greedy_shapes") and best.get("prefill") and best.get("decode"):
-        # the greedy-decode check again, with the best kernels the runs found (still in the sandbox)
         cands = {p: rm.Candidate.objects.get(pk=cid) for p, cid in best.items() if p in ("prefill", "decode")}
         try:
             greedy = service.engine_greedy(name, sources={p: (c.source, c.params) for p, c in cands.items()})

@@ -216,6 +216,7 @@ INT21_EVAL_STALE_SECONDS = env_float("INT21_EVAL_STALE", 30.0)           # then 
 INT21_REMEASURE_TIMEOUT_SECONDS = env_float("INT21_REMEASURE_TIMEOUT", 300.0)  # a confirming round waits this long
 INT21_DRIVE_LEASE_SECONDS = env_float("INT21_DRIVE_LEASE", 60.0)         # a dead driver's run is free after
 INT21_DRIVE_SLICE_SECONDS = env_float("INT21_DRIVE_SLICE", 600.0)        # a drive_run hands over after
+INT21_JOB_POLL_SECONDS = env_float("INT21_JOB_POLL", 3.0)             # an engine job looks at its runs again after
 INT21_DRIVE_MAX_DEATHS = env_int("INT21_DRIVE_MAX_DEATHS", 3)            # drivers dead in one generation: failed
 INT21_RECOVER_SECONDS = env_float("INT21_RECOVER_EVERY", 30.0)           # orchestrate workers look for undriven runs
 # A worker beats every 2 s and is shown dead (stale) after 3 missed beats: seconds, not a minute.

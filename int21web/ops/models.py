@@ -41,3 +41,36 @@ class Engine(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class EngineJob(models.Model):
+    """One long operation on an engine asked for through the API (``int21web.ops.jobs``): a
+    check, a greedy-decode check, a run (search every phase, then time the best against the
+    peers) or a breakdown. It runs as a chain of tasks, one step each (``steps``, ``cursor``),
+    so that no task outlives the workers' time limits; ``progress`` says where it is,
+    ``result`` is what the command line's ``--json`` prints, ``reason`` why it failed."""
+
+    STATES = [(s, s) for s in ("queued", "running", "done", "failed")]
+    ACTIVE = ("queued", "running")
+
+    engine = models.ForeignKey(Engine, on_delete=models.CASCADE, related_name="jobs")
+    action = models.CharField(max_length=16)
+    options = models.JSONField(default=dict)
+    state = models.CharField(max_length=16, choices=STATES, default="queued")
+    steps = models.JSONField(default=list)
+    cursor = models.IntegerField(default=0)
+    data = models.JSONField(default=dict)
+    progress = models.JSONField(default=dict)
+    result = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="engine_jobs")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.action} of {self.engine_id} ({self.state})"

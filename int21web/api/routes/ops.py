@@ -112,3 +112,86 @@ def engine_import(request, payload: EngineIn):
     except engines.EngineRefused as exc:
         raise ApiError(400, exc.message, "name" if "name" in exc.message else None, failure=exc.failure) from None
     return Status(201, {**engines.engine_view(row), "page": f"/engines/{row.name}/"})
+
+
+# --------------------------------------------------------------------------- engine jobs
+# The long operations of `manage.py engine` (check, greedy, run, breakdown): each answers 202
+# with a job to poll at GET /api/engine-jobs/<id>; its ``result`` is what the command's
+# ``--json`` prints. One active job per engine (a second is a 409).
+
+class CheckIn(Schema):
+    phase: Optional[str] = Field(None, max_length=16, description="one phase (default: every phase)")
+    seeds: Optional[int] = Field(None, description="seeds per shape (1-8, default 2)")
+
+
+class RunIn(Schema):
+    phase: Optional[str] = Field(None, max_length=16, description="one phase (default: every phase)")
+    budget: Optional[int] = Field(None, description="evaluations per phase (1-2000, default 16)")
+    population: Optional[int] = Field(None, description="candidates per generation (2-64, default 8)")
+    confirm: Optional[int] = Field(None, description="best candidates re-measured at the end (0-8, default 3)")
+    peers: Optional[bool] = Field(None, description="time each phase's best against the peers (default true)")
+
+
+class BreakdownIn(Schema):
+    phase: Optional[str] = Field(None, max_length=16, description="one phase (default: every phase)")
+    seeds: Optional[int] = Field(None, description="seeds per group (1-8, default 2)")
+    quick: Optional[bool] = Field(None, description="fewer timed calls per group")
+    whole: Optional[bool] = Field(None, description="also time the whole phase at the same knobs (default true)")
+
+
+def _job(request, name: str, action: str, options: dict):
+    from int21web.ops import jobs
+    user = need(request, "engineer", f"starting an engine {action}")
+    try:
+        job = jobs.job_start(name=name, action=action, options=options, user=user)
+    except jobs.JobRefused as exc:
+        raise ApiError(exc.status, exc.message, exc.field) from None
+    return Status(202, jobs.job_view(job))
+
+
+@router.post("/engines/{name}/check", response={202: dict[str, Any], **o.WRITE_ERRORS}, tags=["engines"],
+             summary="Judge each phase at every shape it was imported at, not timed (engineer; a job)")
+def engine_check(request, name: str, payload: Optional[CheckIn] = None):
+    return _job(request, name, "check", payload.dict() if payload else {})
+
+
+@router.post("/engines/{name}/greedy", response={202: dict[str, Any], **o.WRITE_ERRORS}, tags=["engines"],
+             summary="The greedy-decode check against the torch model (engineer; a job)")
+def engine_greedy(request, name: str):
+    return _job(request, name, "greedy", {})
+
+
+@router.post("/engines/{name}/run", response={202: dict[str, Any], **o.WRITE_ERRORS}, tags=["engines"],
+             summary="Search each phase with the swarm, then time the best against the peers (engineer; a job)")
+def engine_run(request, name: str, payload: Optional[RunIn] = None):
+    return _job(request, name, "run", payload.dict() if payload else {})
+
+
+@router.post("/engines/{name}/breakdown", response={202: dict[str, Any], **o.WRITE_ERRORS}, tags=["engines"],
+             summary="Time each fusion group on its own at the phase's best knobs (engineer; a job)")
+def engine_breakdown(request, name: str, payload: Optional[BreakdownIn] = None):
+    return _job(request, name, "breakdown", payload.dict() if payload else {})
+
+
+@router.get("/engines/{name}/jobs", response={200: list[dict[str, Any]], **o.ERRORS}, tags=["engines"],
+            summary="An engine's jobs, newest first")
+def engine_jobs(request, name: str):
+    from int21web.ops import jobs
+    need(request, "viewer", "reading engine jobs")
+    from int21web.ops import models as m
+    row = m.Engine.objects.filter(name=name).first()
+    if row is None:
+        raise not_found("engine", repr(name))
+    return [jobs.job_view(j) for j in row.jobs.select_related("engine", "created_by")[:50]]
+
+
+@router.get("/engine-jobs/{job_id}", response={200: dict[str, Any], **o.ERRORS}, tags=["engines"],
+            summary="One engine job: its state, progress and result")
+def engine_job(request, job_id: int):
+    from int21web.ops import jobs
+    need(request, "viewer", "reading engine jobs")
+    from int21web.ops import models as m
+    job = m.EngineJob.objects.select_related("engine", "created_by").filter(pk=job_id).first()
+    if job is None:
+        raise not_found("engine job", job_id)
+    return jobs.job_view(job)

@@ -33,6 +33,8 @@ class Command(BaseCommand):
             if embedded:
                 for run_id in m.Run.objects.filter(state="running").values_list("id", flat=True):
                     services.run_dispatch(run_id=run_id)   # interrupted by the last stop: carry on
+                from int21web.ops.jobs import resume_active
+                resume_active()                            # engine jobs too, from the step they were on
             self.stdout.write(f"INT21 Kernel Factory at http://{o['host']}:{o['port']}/ "
                               f"({'embedded workers' if embedded else 'workers: separate processes'}; "
                               f"Ctrl-C stops it)")

@@ -168,6 +168,20 @@ SCRATCH = ("((({P}BPAR ? {P}THREADS : 1) * 2 * I21_ALIGN_UP((int64_t){KCM} * I21
 cmath.helper("gemm", (), COMMON)
 
 
+MC_CHOICES = (24, 48, 72, 84, 96, 120, 144, 168, 192, 240, 288, 336, 384, 480)
+
+
+def balanced_mc(m: int, threads: int, mr: int = 6, mc: int = 48) -> int:
+    """The default MC: about ``mc`` rows per block, in a number of blocks the threads share
+    evenly (threads take whole row blocks: 128 rows in 48-row blocks leave one of two threads
+    a third idle; in two 66-row blocks neither is). Measured here: 128x1024x2816 from 6.5 to
+    5.4 ms, 128x2816x1024 from 6.5 to 5.5 ms (two threads)."""
+    if threads <= 1 or m <= mr:
+        return mc
+    blocks = threads * max(1, round(m / (mc * threads)))
+    return -(-(-(-m // blocks)) // mr) * mr
+
+
 class MatmulFamily:
     name = "matmul"
 
@@ -267,6 +281,7 @@ class _Matmul:
         threads = ctx.threads_param(flops / 8, "OpenMP threads")
         big = self.M * self.N * self.K >= 32768
         algo = 2 if self.M <= GEMV_ROWS else 1 if big else 0
+        mc = balanced_mc(self.M, threads.default if not nbatch >= max(ctx.cores, 1) else 1)
         return [
             threads,
             Param(f"{P}ALGO", "choice", choices=(0, 1, 2), default=algo,
@@ -280,8 +295,8 @@ class _Matmul:
                   help="1: threads split the batch (each multiplies whole matrices); 0: threads split each product"),
             Param(f"{P}MR", "choice", choices=(2, 4, 6, 8, 12, 14), default=6, help="micro-tile rows"),
             Param(f"{P}NV", "choice", choices=(1, 2, 3, 4), default=2, help="micro-tile width in vectors"),
-            Param(f"{P}MC", "choice", choices=(24, 48, 72, 84, 96, 120, 144, 168, 192, 240, 288, 336, 384, 480),
-                  default=48, help="rows of A per packed block"),
+            Param(f"{P}MC", "choice", choices=tuple(sorted({*MC_CHOICES, mc})), default=mc,
+                  help="rows of A per packed block"),
             Param(f"{P}KC", "choice", choices=(64, 128, 192, 256, 320, 384, 512, 768), default=384,
                   help="depth of a packed block"),
             Param(f"{P}NC", "choice", choices=(256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192),

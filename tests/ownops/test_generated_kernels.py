@@ -74,3 +74,14 @@ def test_the_matrix_vector_path_is_correct_for_every_layout(name, fuse, imported
     changes.update({b: fuse for b in space.names if b.startswith("FUSE_")})
     out = evaluate(name, **changes)
     assert out.status == "ok", out.reason
+
+
+def test_the_default_row_blocks_are_shared_evenly_by_the_threads():
+    from kernels.codegen.matmul import balanced_mc
+    for m in (64, 128, 129, 200, 256, 512, 1000):
+        mc = balanced_mc(m, 2)
+        blocks = -(-m // mc)
+        # whole micro-panels, and an even share each (past 8 blocks, one more costs a thread < 1/8)
+        assert mc % 6 == 0 and (blocks % 2 == 0 or blocks > 8), (m, mc)
+        assert 30 <= mc <= 72, (m, mc)                             # about 48 rows a block, as tuned
+    assert balanced_mc(128, 1) == 48                               # one thread: the tuned default

@@ -71,13 +71,15 @@ def engine_sync(name: str) -> m.Engine:
 
 
 def engine_search(name: str, *, budget: int, population: int = 8, confirm: int = 3, phases=None, peers: bool = True,
-                  user=None, progress=None) -> dict:
+                  user=None, progress=None, tune: int = 0, on_tune=None) -> dict:
     """A swarm goal per phase (``budget`` evaluations each, timed against the model in torch
     eager), then the best kernel of each timed once against every peer side by side in one
     session (torch eager, torch.compile, ONNX Runtime, OpenVINO where it imports). Returns
     ``{"correct", "status", "reason", "median_ms", "speedup", "groups", "evaluations",
     "engine_id", "phases": {phase: the same for that phase}}``; with one phase the top-level
     values are that phase's, with several ``median_ms`` and ``speedup`` are by phase.
+    ``tune``: first tune each fusion group alone at that many points (search_tune), so the
+    phase's search starts from the composed point; its report is the phase's ``tuned``.
 
     Everything here runs in this process, one phase after the other (the command line);
     ``int21web.ops.jobs`` runs the same steps as tasks (the API)."""
@@ -90,6 +92,7 @@ def engine_search(name: str, *, budget: int, population: int = 8, confirm: int =
     out = {}
     for phase in chosen:
         t0 = time.monotonic()
+        tuned = search_tune(name, phase, per_group=tune, on_progress=on_tune) if tune else None
         also = [progress(phase, budget)] if progress else None
         try:
             # a process that already serves the queues (the web app's embedded workers) needs no more
@@ -99,7 +102,7 @@ def engine_search(name: str, *, budget: int, population: int = 8, confirm: int =
                 rs.run_drive(run_id=run_id, also=also)
         except GoalError as exc:
             raise EngineRefused(f"{phase}: {exc}") from None
-        out[phase] = search_settle(name, phase, run_id, peers=peers, seconds=time.monotonic() - t0)
+        out[phase] = search_settle(name, phase, run_id, peers=peers, seconds=time.monotonic() - t0, tuned=tuned)
     return search_report(name, out)
 
 
@@ -116,6 +119,39 @@ def search_prepare(name: str) -> None:
     """The ONNX exports, here (trusted), before any timing child needs them."""
     from kernels.engine import service
     service.prepare_peers(name)
+
+
+def search_tune(name: str, phase: str, *, per_group: int, seed: int = 0, on_progress=None) -> dict:
+    """Each fusion group of ``phase`` tuned alone (kernels.engine.tune), and the composed point
+    remembered as a lesson of the phase's workload, where the phase's search starts (its
+    ``seeded`` agent, generation 0); the groups' knobs also as lessons under their signature
+    keys, for the next model with groups of the same kind. Returns the tuning's report."""
+    from int21web.runs.services import fingerprint_key
+    from int21web.runs.store import DjangoKnowledge
+    from kernels import workloads
+    from kernels.engine import breakdown, tune
+    from swarm.knowledge import groups as group_lessons
+    from swarm.knowledge import shape_bucket
+    from swarm.types import Lesson
+    try:
+        report = tune.tune(name, phase, per_group=per_group, seed=seed, on_progress=on_progress)
+    except breakdown.BreakdownError as exc:
+        raise EngineRefused(str(exc)) from None
+    engine_sync(name)
+    if report["params"]:
+        wl = workloads.get(report["workload"])
+        point = {**wl.template("cpu").seeds()[0][1], **report["params"]}
+        changed = sum(1 for r in report["groups"] if r["knobs"])
+        lesson = Lesson(kind="best_config", workload=report["workload"], target="cpu",
+                        fingerprint=fingerprint_key("cpu"), shape_bucket=shape_bucket(wl.shapes.typical[0]),
+                        text=(f"composed from each group tuned alone ({report['evaluations']} evaluations; "
+                              f"{changed} group structures moved off their defaults)"),
+                        data={"params": point, "score": 0.0, "subject": "groups tuned alone", "composed": True})
+        knowledge = DjangoKnowledge()
+        knowledge.record(lesson)
+        for g in group_lessons.project(list(wl.groups), [lesson]):
+            knowledge.record(g)
+    return report
 
 
 def phase_goal(name: str, phase: str, *, budget: int, population: int = 8, confirm: int = 3):
@@ -140,7 +176,8 @@ def search_start(name: str, phase: str, *, budget: int, population: int = 8, con
     return run_id
 
 
-def search_settle(name: str, phase: str, run_id: int, *, peers: bool = True, seconds: float = 0.0) -> dict:
+def search_settle(name: str, phase: str, run_id: int, *, peers: bool = True, seconds: float = 0.0,
+                  tuned: dict | None = None) -> dict:
     """A finished search run's result for its phase: its best kernel, timed once more against
     every peer side by side when ``peers``; kept on the row as the phase's last result."""
     from int21web.runs import models as rm
@@ -168,6 +205,10 @@ def search_settle(name: str, phase: str, run_id: int, *, peers: bool = True, sec
         else:
             res.update(correct=False, status=final.status,
                        reason=f"the final session against the peers: {final.reason}")
+    if tuned is not None:
+        res["tuned"] = {"evaluations": tuned["evaluations"], "groups": len(tuned["groups"]),
+                        "moved": sum(1 for r in tuned["groups"] if r["knobs"]), "seconds": tuned["seconds"]}
+        res["evaluations"] += tuned["evaluations"]
     res["minutes"] = round((seconds + time.monotonic() - t0) / 60, 2)
     row.results = {**row.results, phase: res}
     row.save(update_fields=["results"])

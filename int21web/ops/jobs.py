@@ -11,7 +11,8 @@ A job is a chain of tasks, one step each, so that no task outlives the workers' 
                queued for the run drivers like any goal's; wait: until every run has ended
                (checked again every INT21_JOB_POLL seconds, never holding a worker);
                settle: the phase's best timed against the peers; report: the greedy-decode
-               check on the best kernels, and the report ``engine run --json`` prints.
+               check on the best kernels, and the report ``engine run --json`` prints;
+               with ``tune`` > 0, tune:<phase> first tunes each fusion group alone.
 
 One active job per engine. A step's failure ends the job ``failed`` with its reason (the
 traceback goes to the server log, never into the job); the web app's embedded workers hand
@@ -51,7 +52,8 @@ def _steps(action: str, phases: list[str], options: dict) -> list[str]:
         return [f"breakdown:{p}" for p in phases]
     if action == "greedy":
         return ["greedy"]
-    return (["prepare"] if options["peers"] else []) + ["start", "wait"] + [f"settle:{p}" for p in phases] + ["report"]
+    return ((["prepare"] if options["peers"] else []) + ([f"tune:{p}" for p in phases] if options["tune"] else [])
+            + ["start", "wait"] + [f"settle:{p}" for p in phases] + ["report"])
 
 
 def _options(action: str, record: dict, options: dict) -> tuple[dict, list[str]]:
@@ -63,9 +65,9 @@ def _options(action: str, record: dict, options: dict) -> tuple[dict, list[str]]
     if phase and phase not in have:
         raise JobRefused(f"the engine has no phase {phase!r} (it has {', '.join(have)})", field="phase")
     phases = [phase] if phase else have
-    limits = {"seeds": (1, 8), "budget": (1, 2000), "population": (2, 64), "confirm": (0, 8)}
+    limits = {"seeds": (1, 8), "budget": (1, 2000), "population": (2, 64), "confirm": (0, 8), "tune": (0, 64)}
     defaults = {"check": {"seeds": 2}, "breakdown": {"seeds": 2, "quick": False, "whole": True},
-                "greedy": {}, "run": {"budget": 16, "population": 8, "confirm": 3, "peers": True}}[action]
+                "greedy": {}, "run": {"budget": 16, "population": 8, "confirm": 3, "peers": True, "tune": 0}}[action]
     unknown = sorted(set(o) - set(defaults))
     if unknown:
         raise JobRefused(f"{action} takes no option {unknown[0]!r}", field=unknown[0])
@@ -178,7 +180,7 @@ def _describe(step: str) -> str:
     kind, _, phase = step.partition(":")
     return {"check": f"{phase}: judging at every shape", "breakdown": f"{phase}: timing each group on its own",
             "greedy": "the greedy-decode check", "prepare": "exporting the model for ONNX Runtime and OpenVINO",
-            "start": "starting a search run per phase", "wait": "searching",
+            "start": "starting a search run per phase", "tune": f"{phase}: tuning each fusion group alone", "wait": "searching",
             "settle": f"{phase}: timing the best kernel against the peers",
             "report": "the greedy-decode check on the best kernels"}[kind]
 
@@ -203,6 +205,10 @@ def _run_step(job: m.EngineJob, step: str) -> str | None:
         _set_result(job, {"engine": name, "phases": {**prev, **report["phases"]}})
     elif kind == "prepare":
         engines.search_prepare(name)
+    elif kind == "tune":
+        report = engines.search_tune(name, phase, per_group=o["tune"])
+        job.data = {**job.data, "tuned": {**job.data.get("tuned", {}), phase: report}}
+        job.save(update_fields=["data", "updated_at"])
     elif kind == "start":
         if not job.data.get("runs"):     # a second delivery starts nothing more
             from int21web.runs import services as rs
@@ -217,7 +223,8 @@ def _run_step(job: m.EngineJob, step: str) -> str | None:
     elif kind == "wait":
         return _still_searching(job)
     elif kind == "settle":
-        res = engines.search_settle(name, phase, job.data["runs"][phase], peers=o["peers"])
+        res = engines.search_settle(name, phase, job.data["runs"][phase], peers=o["peers"],
+                                    tuned=job.data.get("tuned", {}).get(phase))
         job.data = {**job.data, "settled": {**job.data.get("settled", {}), phase: res}}
         job.save(update_fields=["data", "updated_at"])
     elif kind == "report":

@@ -136,6 +136,15 @@ def pieces(planned: Graph, groups: list[dict], params: dict) -> list[Piece]:
 
 # --------------------------------------------------------------------------- knobs
 
+def counterpart(group: dict, sub_groups: list[dict]) -> dict | None:
+    """The group of the isolated program that carries ``group``'s knobs: the largest of its
+    family (in its fused form when the engine runs it fused)."""
+    candidates = [s for s in sub_groups if s["family"] == group["family"] and s.get("form") in (None, "fused")]
+    if group.get("form") == "fused":
+        candidates = [s for s in candidates if s.get("form") == "fused"] or candidates
+    return max(candidates, key=lambda s: len(s["members"])) if candidates else None
+
+
 def own_params(group: dict, params: dict, sub_groups: list[dict], space, shape) -> tuple[dict, list[str]]:
     """The group's knob values in the engine (``G<id>_X``) as the isolated program's knobs:
     that program numbers its groups from 0, so ``G<id>_X`` becomes ``G<its id>_X`` of its
@@ -143,14 +152,10 @@ def own_params(group: dict, params: dict, sub_groups: list[dict], space, shape) 
     Knobs the isolated program lacks, or values it refuses, keep its defaults (said in the notes)."""
     chosen = dict(space.default())
     notes = []
-    family = group["family"]
     form = group.get("form")
-    candidates = [s for s in sub_groups if s["family"] == family and s.get("form") in (None, "fused")]
-    if form == "fused":
-        candidates = [s for s in candidates if s.get("form") == "fused"] or candidates
-    if not candidates:
-        return chosen, [f"no {family} group in the isolated program: its defaults"]
-    target = max(candidates, key=lambda s: len(s["members"]))
+    target = counterpart(group, sub_groups)
+    if target is None:
+        return chosen, [f"no {group['family']} group in the isolated program: its defaults"]
     parts = len([s for s in sub_groups if s.get("form") in (None, "fused")])
     if parts > 1:
         notes.append(f"on its own the group partitions into {parts} groups")
@@ -187,26 +192,26 @@ class _Distinct:
     failure: str = ""
 
 
-def breakdown(name: str, phase: str | None = None, *, params: dict | None = None, params_from: str = "",
-              whole: bool = True, whole_ms: float | None = None, seeds: int = 2, quick: bool = False,
-              ops_dir=None, on_progress=None) -> dict:
-    """Time each group of engine ``name``'s ``phase`` (default: its first) on its own and
-    store the report under ``breakdown[phase]`` in the record (returned).
+@dataclass
+class Phase:
+    """One phase of an engine opened for its groups: its record entry, workload, source, the
+    knobs chosen (defaults overridden by ``params``), timed shape and generated program."""
 
-    ``params``: the phase's knobs (a run's best; ``params_from`` says which, for the
-    report), else the program's defaults. ``whole``: also time the whole phase at the same
-    knobs in this breakdown, so the sum has an engine time beside it; else ``whole_ms`` (a
-    median measured elsewhere, e.g. the run's) is used when given. ``seeds``: correctness
-    seeds per group; ``quick``: a first look (5 to 20 timed calls within 0.1 s, no second
-    session when the host is busy) instead of the harness's timing. ``on_progress(done,
-    total, what)`` hears of each evaluation. Raises :class:`BreakdownError` for an unknown
-    engine or phase or params that do not fit; a group that fails in the harness is a row
-    marked not timed, with the reason."""
+    phase: str
+    info: dict
+    wl: object
+    source: str
+    chosen: dict
+    shape: object
+    prog: object
+
+
+def open_phase(name: str, phase: str | None, params: dict | None = None, ops_dir=None) -> Phase:
+    """The phase (default: the first) of engine ``name`` at ``params``; BreakdownError for an
+    unknown engine or phase, params that do not fit, or an import the generator no longer matches."""
     from kernels import workloads
     from kernels.graph import store as ops_store
     from kernels.graph.workload import Imported
-    from kernels.harness.evaluator import EvalSettings
-    started = time.monotonic()
     try:
         record = store.load(name, ops_dir)
     except store.EngineNotFound as exc:
@@ -233,6 +238,28 @@ def breakdown(name: str, phase: str | None = None, *, params: dict | None = None
     if stored and stored != [(g["id"], g["family"], g.get("form")) for g in prog.groups]:
         raise BreakdownError(f"{info['workload']}: the generator now partitions this phase differently from its "
                              "import; import the engine again")
+    return Phase(phase, info, wl, source, chosen, shape, prog)
+
+
+def breakdown(name: str, phase: str | None = None, *, params: dict | None = None, params_from: str = "",
+              whole: bool = True, whole_ms: float | None = None, seeds: int = 2, quick: bool = False,
+              ops_dir=None, on_progress=None) -> dict:
+    """Time each group of engine ``name``'s ``phase`` (default: its first) on its own and
+    store the report under ``breakdown[phase]`` in the record (returned).
+
+    ``params``: the phase's knobs (a run's best; ``params_from`` says which, for the
+    report), else the program's defaults. ``whole``: also time the whole phase at the same
+    knobs in this breakdown, so the sum has an engine time beside it; else ``whole_ms`` (a
+    median measured elsewhere, e.g. the run's) is used when given. ``seeds``: correctness
+    seeds per group; ``quick``: a first look (5 to 20 timed calls within 0.1 s, no second
+    session when the host is busy) instead of the harness's timing. ``on_progress(done,
+    total, what)`` hears of each evaluation. Raises :class:`BreakdownError` for an unknown
+    engine or phase or params that do not fit; a group that fails in the harness is a row
+    marked not timed, with the reason."""
+    from kernels.harness.evaluator import EvalSettings
+    started = time.monotonic()
+    ph = open_phase(name, phase, params, ops_dir)
+    phase, info, wl, source, chosen, shape, prog = ph.phase, ph.info, ph.wl, ph.source, ph.chosen, ph.shape, ph.prog
     running = pieces(prog.planned, prog.groups, chosen)
     settings = EvalSettings(seeds=seeds, **(QUICK if quick else {}))
     with tempfile.TemporaryDirectory(prefix=f"int21-breakdown-{name}-") as folder:

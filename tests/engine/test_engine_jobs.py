@@ -10,6 +10,7 @@ import pytest
 
 from int21web.ops import models as om
 from int21web.runs.embedded import embedded_worker
+from tests.web import embedded_mode
 from tests.web.ops_world import client_for, people  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
@@ -46,6 +47,9 @@ def wait_done(client, job_id, seconds=400):
 
 
 def test_a_check_and_a_run_are_jobs_that_the_workers_run_and_the_api_shows(people, mini_row, settings):
+    if embedded_mode.elsewhere():    # the embedded workers on their own broker, as `make run` has them
+        return embedded_mode.rerun(__file__, test_a_check_and_a_run_are_jobs_that_the_workers_run_and_the_api_shows.__name__,
+                                   "engine_jobs", 560)
     settings.CELERY_EMBEDDED = True
     settings.INT21_JOB_POLL_SECONDS = 0.5
     erin, vic = client_for(people["erin"]), client_for(people["vic"])
@@ -63,18 +67,45 @@ def test_a_check_and_a_run_are_jobs_that_the_workers_run_and_the_api_shows(peopl
         assert "decode: judging at every shape" in seen
         assert vic.get("/api/engines/mini").json()["phases"]["decode"]["validation"]["status"] == "ok"
 
-        # a run of one phase: a search run queued for the drivers, waited on, then its report
+        # a run of one phase: each fusion group tuned alone first (2 points each), then a search
+        # run queued for the drivers, waited on, then its report
         resp = post(erin, "/api/engines/mini/run", {"phase": "decode", "budget": 1, "population": 2, "confirm": 0,
-                                                     "peers": False})
+                                                     "peers": False, "tune": 2})
         assert resp.status_code == 202, resp.content
-        assert resp.json()["steps"] == ["start", "wait", "settle:decode", "report"]
-        done, seen = wait_done(vic, resp.json()["id"], seconds=120)
+        assert resp.json()["steps"] == ["tune:decode", "start", "wait", "settle:decode", "report"]
+        done, seen = wait_done(vic, resp.json()["id"], seconds=300)
     assert done["state"] == "done", done["reason"]
     report = done["result"]
     assert {"correct", "status", "reason", "median_ms", "speedup", "groups", "evaluations", "engine_id"} <= set(report)
-    assert report["correct"] and report["evaluations"] >= 1 and report["engine_id"] == mini_row.id
+    assert report["correct"] and report["engine_id"] == mini_row.id
     run_id = done["runs"]["decode"]
     assert report["phases"]["decode"]["run_id"] == run_id
+    assert "decode: tuning each fusion group alone" in seen
+
+    # the tuning: every distinct group judged and timed alone at its default and one more point;
+    # the winners written back onto every group of their structure as one legal point of the phase
+    from kernels import workloads
+    from kernels.engine import store
+    tuned = store.load("mini")["tuned"]["decode"]
+    rows = tuned["groups"]
+    assert rows and any(r["family"] == "matmul" for r in rows)
+    assert tuned["evaluations"] == sum(r["points"] for r in rows) and all(1 <= r["points"] <= 2 for r in rows)
+    timed = [r for r in rows if r["best_ms"] is not None]
+    assert timed and all(r["best_ms"] <= r["default_ms"] for r in timed)    # the default is one of the points
+    wl = workloads.get(tuned["workload"])
+    point = {**wl.template("cpu").seeds()[0][1], **tuned["params"]}
+    assert not wl.template("cpu").space.violations(point, [wl.shapes.typical[0]])
+    for r in rows:
+        for k in r["knobs"]:
+            assert k.split("_", 1)[0] in {f"G{i}" for i in r["ids"]} and point[k] == r["knobs"][k]
+    phase = report["phases"]["decode"]
+    assert phase["tuned"]["evaluations"] == tuned["evaluations"]
+    assert phase["evaluations"] == tuned["evaluations"] + 1        # the run's one evaluation, counted with them
+    # the search started from the composed point: its seeded agent's first candidate, judged correct
+    from int21web.runs import models as rm
+    if tuned["params"]:
+        first = rm.Candidate.objects.filter(run_id=run_id).order_by("id").first()
+        assert first.agent == "seeded" and first.params == point and first.status == "ok", first.status
     assert any(w.startswith("searching") for w in seen if w)
     assert vic.get("/api/engines/mini").json()["phases"]["decode"]["best"]["run_id"] == run_id
     assert [j["id"] for j in vic.get("/api/engines/mini/jobs").json()] == [done["id"], job["id"]]

@@ -3,11 +3,7 @@ mid-run is shown as waiting for a worker (not as progressing) while it is down, 
 once the supervisor has started the worker again. The workers, broker, delivery and driver are
 the real ones; the judging inside each evaluation task is a quick stand-in (the harness is
 tested on its own, and costs ~15 s an evaluation on a busy 2-core host)."""
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +12,7 @@ from int21web.runs import models as m
 from int21web.runs import services
 from int21web.runs.embedded import embedded_worker
 from swarm.types import Result
+from tests.web import embedded_mode
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
@@ -43,20 +40,11 @@ def test_a_killed_embedded_worker_is_shown_down_then_restarted_and_the_run_compl
                                                                                     monkeypatch):
     from django.db import connection
 
-    from int21web.celery import app
-    if not str(app.conf.broker_url).startswith("memory://"):
+    if embedded_mode.elsewhere():
         # Embedded mode is the in-process broker (`make run`); with a broker set (CI's Redis) a
-        # killed worker's message would wait out the broker's visibility timeout. Run this test
-        # again as `make run` has it: no broker, the same PostgreSQL server.
-        env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")}
-        if "DATABASE_URL" in env:
-            env["DATABASE_URL"] = env["DATABASE_URL"].rsplit("/", 1)[0] + "/embedded_restart"
-        here = Path(__file__).resolve()
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            f"{here}::{test_a_killed_embedded_worker_is_shown_down_then_restarted_and_the_run_completes.__name__}"],
-                           cwd=here.parents[2], env=env, capture_output=True, text=True, timeout=220)
-        assert r.returncode == 0 and " passed" in r.stdout, r.stdout[-4000:]
-        return
+        # killed worker's message would wait out the broker's visibility timeout.
+        return embedded_mode.rerun(__file__, test_a_killed_embedded_worker_is_shown_down_then_restarted_and_the_run_completes.__name__,
+                                   "embedded_restart", 220)
     if connection.vendor == "sqlite":   # worker threads and the test share one in-memory database: it locks
         pytest.skip("needs a database that serves threads (PostgreSQL, as in CI)")
     monkeypatch.setattr(services, "judge", quick_judge)

@@ -130,6 +130,8 @@ class RunIn(Schema):
     population: Optional[int] = Field(None, description="candidates per generation (2-64, default 8)")
     confirm: Optional[int] = Field(None, description="best candidates re-measured at the end (0-8, default 3)")
     peers: Optional[bool] = Field(None, description="time each phase's best against the peers (default true)")
+    tune: Optional[int] = Field(None, description="first tune each fusion group alone at this many points "
+                                                  "(0-64, default 0: off); the search starts from the composed point")
 
 
 class BreakdownIn(Schema):

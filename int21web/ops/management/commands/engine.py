@@ -53,6 +53,8 @@ class Command(BaseCommand):
         parser.add_argument("--name", dest="top_name", help="the engine's name (default: engine_<digest of --model>)")
         parser.add_argument("--json", dest="top_json", action="store_true")
         parser.add_argument("--no-peers", dest="top_no_peers", action="store_true")
+        parser.add_argument("--tune-groups", dest="top_tune", type=int, default=0, metavar="N",
+                            help="first tune each fusion group alone at N points")
         add_user_arg(parser, default="")
         sub = parser.add_subparsers(dest="action")
         imp = sub.add_parser("import", help="import a model's phases as an engine")
@@ -83,6 +85,9 @@ class Command(BaseCommand):
         run.add_argument("--confirm", type=int, default=3, metavar="N")
         run.add_argument("--no-peers", action="store_true",
                          help="skip the final session against torch.compile, ONNX Runtime and OpenVINO")
+        run.add_argument("--tune-groups", type=int, default=0, metavar="N",
+                         help="first tune each fusion group alone at N points (its default among them); the "
+                              "phase's search starts from the composed point (default 0: off)")
         run.add_argument("--json", action="store_true")
         add_user_arg(run, default="")
         brk = sub.add_parser("breakdown", help="time each fusion group on its own, at the phase's best knobs "
@@ -135,7 +140,8 @@ class Command(BaseCommand):
                           "as_user": o["as_user"], "quiet": True})
         return {"action": "run", "name": name, "budget": o["top_budget"], "phase": o["top_phase"],
                 "population": min(8, o["top_budget"]), "confirm": min(3, max(0, o["top_budget"] - 1)),
-                "no_peers": o["top_no_peers"], "json": o["top_json"], "as_user": o["as_user"]}
+                "no_peers": o["top_no_peers"], "json": o["top_json"], "as_user": o["as_user"],
+                "tune_groups": o["top_tune"]}
 
     # ------------------------------------------------------------------ subcommands
 
@@ -190,6 +196,8 @@ class Command(BaseCommand):
         from int21web.runs.embedded import serving
         if o["budget"] < 1:
             raise CommandError("--budget must be at least 1", returncode=2)
+        if not 0 <= o["tune_groups"] <= 64:
+            raise CommandError("--tune-groups must be from 0 (off) to 64", returncode=2)
         why = serving("cpu")
         if why:
             raise CommandError(f"engine run cannot run its goals: {why}", returncode=2)
@@ -197,15 +205,22 @@ class Command(BaseCommand):
         report = engines.engine_search(o["name"], budget=o["budget"], population=o["population"],
                                        confirm=o["confirm"], phases=[o["phase"]] if o["phase"] else None,
                                        peers=not o["no_peers"], user=actor,
-                                       progress=lambda phase, budget: RunProgress(sys.stderr, budget))
+                                       progress=lambda phase, budget: RunProgress(sys.stderr, budget),
+                                       tune=o["tune_groups"], on_tune=self._tune_bar())
 
         def lines(r):
             for p, v in r["phases"].items():
                 sp = " · ".join(f"{n} {x:.2f}x" for n, x in sorted(v["speedup"].items()))
                 ms = f"{v['median_ms']:.3f} ms" if v["median_ms"] else "—"
                 yield (f"{p}: {'correct' if v['correct'] else 'NOT correct'} · {ms} · {sp or 'no speedups'} · "
-                       f"{v['evaluations']} evaluations · run {v['run_id']}")
+                       f"{v['evaluations']} evaluations"
+                       + (f" ({v['tuned']['evaluations']} of them groups tuned alone, {v['tuned']['moved']} of "
+                          f"{v['tuned']['groups']} moved)" if v.get("tuned") else "") + f" · run {v['run_id']}")
         self._print(o, report, lines)
+
+    def _tune_bar(self):
+        bar = Bar(sys.stderr, width=30)
+        return lambda d, t, what: bar.draw(d, t, f"tuning groups alone: {what}", newline=not bar.tty or d >= t)
 
     def _breakdown(self, o):
         if o["seeds"] < 1:

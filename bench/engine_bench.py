@@ -130,7 +130,8 @@ def table(report: dict) -> str:
             t = c["peers"].get(p)
             cells.append(f"{t['median_ms']:>9.3f} ({c['speedup'].get(p, 0):4.2f}x)" if t else f"{'—':>18}")
         vs = c.get("speedup_over_best_peer")
-        lines.append(f"{c['name']:<22} {eng.get('median_ms', float('nan')):>10.3f} " + " ".join(cells)
+        label = c["name"] + (" (tuned)" if c.get("point") == "groups tuned alone" else "")
+        lines.append(f"{label:<22} {eng.get('median_ms', float('nan')):>10.3f} " + " ".join(cells)
                      + f" {(f'{vs:.2f}x' if vs else '—'):>8}" + ("" if c["status"] == "ok" else f"  [{c['status']}]"))
     for phase, info in report["engine"]["phases"].items():
         a = info["arena"]
@@ -146,6 +147,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--budget", type=int, default=0, help="swarm evaluations per phase before timing (0: defaults)")
     ap.add_argument("--seeds", type=int, default=2, help="correctness seeds per evaluation")
+    ap.add_argument("--tune-groups", type=int, default=0, metavar="N",
+                    help="tune each fusion group alone at N points first (kernels.engine.tune) and time the "
+                         "composed point; the defaults are timed too, in the same run, for the comparison")
     ap.add_argument("--cases", default="prefill,decode128,decode1024")
     ap.add_argument("--min-calls", type=int, default=None)
     ap.add_argument("--max-calls", type=int, default=None)
@@ -194,16 +198,35 @@ def main(argv=None) -> int:
             searches[phase] = summary
             if src is not None:
                 sources[phase] = (src, params)
+    tuned, defaults = {}, dict(sources)
+    if args.tune_groups:
+        from kernels.engine import tune
+        for phase, info in record["phases"].items():
+            if not any(c["phase"] == phase for c in chosen.values()):
+                continue
+            print(f"tuning each group of {phase} alone ({args.tune_groups} points each) ...", flush=True)
+            rep = tune.tune(name, phase, per_group=args.tune_groups, seeds=args.seeds,
+                            on_progress=lambda d, t, what: print(f"  {d}/{t} {what}", flush=True) if d % 10 == 0 else None)
+            tuned[phase] = {k: rep[k] for k in ("params", "evaluations", "seconds", "per_group")}
+            tuned[phase]["groups"] = [{k: r[k] for k in ("ids", "description", "points", "default_ms", "best_ms", "knobs")}
+                                      for r in rep["groups"]]
+            src, base = sources[phase]
+            sources[phase] = (src, {**base, **rep["params"]})
     out_cases = []
     for key, case in chosen.items():
-        print(f"{case['name']}: judging and timing beside the peers ...", flush=True)
-        out_cases.append(run_case(key, case, record, args, sources))
-        c = out_cases[-1]
-        print(f"  {c['status']}: {c['reason'][:200]}", flush=True)
+        for label, srcs in ((("defaults", defaults),) if args.tune_groups else ()) + (("chosen", sources),):
+            print(f"{case['name']} ({'groups tuned alone' if args.tune_groups and label == 'chosen' else label}): "
+                  "judging and timing beside the peers ...", flush=True)
+            c = run_case(key, case, record, args, srcs)
+            c["point"] = "defaults" if label == "defaults" or not (args.tune_groups or args.budget) else (
+                "groups tuned alone" if args.tune_groups else "searched")
+            out_cases.append(c)
+            print(f"  {c['status']}: {c['reason'][:200]}", flush=True)
     report = {
         "benchmark": "engine", "started": started.isoformat(timespec="seconds"), "tiny": args.tiny,
         "model": model.to_json(), "threads": args.threads, "cpus": os.cpu_count(), "host": platform.node(),
         "versions": _versions(), "import_seconds": import_s, "budget": args.budget, "searches": searches,
+        "tune_groups": args.tune_groups, "tuned": tuned,
         "engine": {"phases": {p: {k: v for k, v in info.items() if k in ("workload", "groups", "families", "knobs",
                                                                          "source_bytes", "arena", "shapes")}
                               for p, info in record["phases"].items()}},

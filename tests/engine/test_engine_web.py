@@ -63,6 +63,9 @@ def test_a_bad_model_is_refused_with_a_reason(people):
     with pytest.raises(CommandError) as err:
         call_command("engine", "show", "nothing", stdout=io.StringIO())
     assert "no engine named" in str(err.value)
+    with pytest.raises(CommandError) as err:
+        call_command("engine", "run", "nothing", "--tune-groups", "99", stdout=io.StringIO())
+    assert err.value.returncode == 2 and "--tune-groups must be from 0 (off) to 64" in str(err.value)
 
 
 @pytest.mark.django_db

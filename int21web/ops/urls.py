@@ -8,4 +8,5 @@ urlpatterns = [
     path("ops/<str:name>/", views.problem, name="op"),
     path("engines/", views.engine_list, name="engines"),
     path("engines/<str:name>/", views.engine, name="engine"),
+    path("engines/<str:name>/jobs/", views.engine_job, name="engine-job"),
 ]

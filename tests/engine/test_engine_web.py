@@ -111,3 +111,29 @@ def test_the_api_refuses_a_bad_family_and_a_viewer(people):
     assert bad.status_code == 400 and bad.json()["field"] == "family" and "missing key" in bad.json()["error"]
     assert post("vic", {"name": "x", "family": "hidden=64"}).status_code == 403
     assert not om.Engine.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_engine_page_starts_jobs_for_an_engineer_and_shows_a_refusal_where_they_acted(people, mini_engine):
+    from kernels.engine import store
+    om.Engine.objects.create(name="mini", record=store.load("mini"), created_by=people["erin"])
+    erin, vic = client_for(people["erin"]), client_for(people["vic"])
+    page = erin.get("/engines/mini/").content.decode()
+    assert 'id="job-check"' in page and 'id="job-run"' in page and "No jobs yet" in page
+    assert 'id="job-greedy"' not in page                       # imported without greedy lengths
+    resp = erin.post("/engines/mini/jobs/", {"action": "run", "budget": "abc"}, follow=True)
+    assert resp.status_code == 200 and "run not started: budget must be a whole number" in resp.content.decode()
+    resp = erin.post("/engines/mini/jobs/", {"action": "breakdown", "seeds": "99"}, follow=True)
+    assert "seeds must be a whole number from 1 to 8" in resp.content.decode()
+    assert not om.EngineJob.objects.exists()
+    resp = erin.post("/engines/mini/jobs/", {"action": "check", "seeds": "1"}, follow=True)
+    job = om.EngineJob.objects.get()
+    html = resp.content.decode()
+    assert f"Job #{job.id} (check) queued" in html and f'id="job-{job.id}"' in html and "queued" in html
+    assert job.options["seeds"] == 1 and job.created_by == people["erin"]
+    again = erin.post("/engines/mini/jobs/", {"action": "check"}, follow=True).content.decode()
+    assert f"already has a check job (#{job.id}, queued)" in again           # one at a time
+    assert 'id="job-check"' not in vic.get("/engines/mini/").content.decode()   # a viewer sees the list only
+    assert vic.post("/engines/mini/jobs/", {"action": "check"}).status_code == 403
+    assert erin.post("/engines/nothing/jobs/", {"action": "check"}).status_code == 404
+    assert erin.get("/engines/mini/jobs/").status_code == 405

@@ -76,12 +76,10 @@ def _options(action: str, record: dict, options: dict) -> tuple[dict, list[str]]
         if key in o and not (isinstance(o[key], int) and not isinstance(o[key], bool) and low <= o[key] <= high):
             raise JobRefused(f"{key} must be a whole number from {low} to {high}", field=key)
     if action == "greedy":
-        if set(have) != {"prefill", "decode"}:
-            raise JobRefused("the greedy check needs a prefill and a decode phase; this engine has "
-                             + ", ".join(have))
-        if not record.get("greedy_shapes"):
-            raise JobRefused("the engine was not imported for a greedy check: import it with greedy lengths "
-                             "(manage.py engine import … --greedy PROMPT,STEPS)")
+        from kernels.engine import service
+        why = service.greedy_unavailable(record)
+        if why:
+            raise JobRefused(why)
     return {**o, "phase": phase}, phases
 
 

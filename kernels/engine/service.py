@@ -302,6 +302,15 @@ def _prompt_ids(vocab: int, batch: int, length: int, seed: int = 0) -> np.ndarra
     return np.random.default_rng(seed).integers(0, vocab, size=(batch, length), dtype=np.int64)
 
 
+def greedy_unavailable(record: dict, *, prompt: int | None = None, steps: int | None = None) -> str | None:
+    """Why the greedy-decode check cannot run on an engine (its record), or None."""
+    if set(record["phases"]) != {"prefill", "decode"}:
+        return "the greedy check needs a prefill and a decode phase"
+    if not record.get("greedy_shapes") and not (prompt and steps):
+        return "the engine was not imported for a greedy check: import it with --greedy PROMPT,STEPS"
+    return None
+
+
 def engine_greedy(name: str, *, steps: int | None = None, prompt: int | None = None, sources: dict | None = None,
                   ops_dir=None) -> dict:
     """The greedy-decode check: prefill a seeded prompt and decode ``steps`` tokens with the
@@ -316,8 +325,9 @@ def engine_greedy(name: str, *, steps: int | None = None, prompt: int | None = N
     from kernels.models.greedy import embedder, greedy_check, phase_step, torch_step
     from kernels.spec import Shape
     record = store.load(name, ops_dir)
-    if set(record["phases"]) != {"prefill", "decode"}:
-        raise EngineError("the greedy check needs a prefill and a decode phase")
+    why = greedy_unavailable(record, prompt=prompt, steps=steps)
+    if why:
+        raise EngineError(why)
     model = Model(record["model"]["kind"], checkpoint=record["model"].get("checkpoint"))
     from kernels.models.decoder import DecoderConfig
     model.config = DecoderConfig(**record["model"]["config"])
@@ -325,8 +335,6 @@ def engine_greedy(name: str, *, steps: int | None = None, prompt: int | None = N
     if record.get("greedy_shapes"):
         prompt = prompt or record["greedy_shapes"][0]
         steps = steps or record["greedy_shapes"][1]
-    if not prompt or not steps:
-        raise EngineError("the engine was not imported for a greedy check: import it with --greedy PROMPT,STEPS")
     batch = record["batch"]
     calls = {}
     for phase, info in record["phases"].items():

@@ -23,6 +23,8 @@ BENCHMARKS = {
     "native": ("bench.native_overhead", "an approved kernel called in-process (ctypes, torch custom op): µs over its run"),
     "engine": ("bench.engine_bench", "generated decoder engines (prefill, decode) against torch eager, torch.compile, "
                                      "ONNX Runtime and OpenVINO in one harness session (`--tiny`: a dry run)"),
+    "engine-search": ("bench.engine_search", "the engine-level search: swarm vs random search over a phase's space, "
+                                             "and a second model with the first's lessons vs cold"),
 }
 
 

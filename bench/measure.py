@@ -25,6 +25,13 @@ from kernels.harness.evaluator import EvalSettings, Evaluator
 from swarm.types import Result
 
 
+def shape_of(wl, text: str):
+    """A table's shape text as a Shape: ``""`` is the workload's typical shape (a goal that
+    names none), for workloads whose typical shape has dims a goal cannot name (an engine
+    phase's zero-length cache offset)."""
+    return wl.goal_shapes([text] if text else [])[0]
+
+
 class Table:
     """(shape, params) → Result (+ timings and roofline figures of the full outcome)."""
 
@@ -48,7 +55,7 @@ class Table:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise TimeUp(f"{self.workload}: time limit reached before measuring {params}")
             wl = workloads.get(self.workload)
-            ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(shape), min_calls=self.min_calls,
+            ev = Evaluator(EvalSettings(timing_shape=shape_of(wl, shape), min_calls=self.min_calls,
                                         **self.settings))
             out = ev.evaluate(source, params, wl, "cpu")
             self.evaluator_calls += 1
@@ -106,7 +113,8 @@ class Table:
     def _again(self, r: dict) -> None:
         """One more fresh evaluation of a row; its score becomes the median of its measurements."""
         wl = workloads.get(self.workload)
-        ev = Evaluator(EvalSettings(timing_shape=wl.shape_from_text(r["shape"]), min_calls=self.min_calls))
+        ev = Evaluator(EvalSettings(timing_shape=shape_of(wl, r["shape"]), min_calls=self.min_calls,
+                                    **self.settings))
         out = ev.evaluate(self.sources[self.key(r["shape"], r["params"])], r["params"], wl, "cpu")
         self.evaluator_calls += 1
         again = Result.from_outcome(out)
@@ -132,12 +140,12 @@ class TableExecutor:
         self.table = table
 
     def evaluate(self, goal, candidates):
-        shape = goal.shapes[0]
+        shape = goal.shapes[0] if goal.shapes else ""
         for c in candidates:
             yield c.id, self.table.measure(shape, c.source, c.params), None
 
     def remeasure(self, goal, candidates, round):
-        shape = goal.shapes[0]
+        shape = goal.shapes[0] if goal.shapes else ""
         for c in candidates:
             score = self.table.remeasure(shape, c.params, round)
             if score is not None:

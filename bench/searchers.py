@@ -24,7 +24,7 @@ from unittest import mock
 
 import numpy as np
 
-from bench.measure import Table, TableExecutor
+from bench.measure import Table, TableExecutor, shape_of
 from kernels import workloads
 from swarm.events import ListSink
 from swarm.generation import Engine
@@ -55,7 +55,7 @@ def swarm_trace(table: Table, shape: str, budget: int, seed: int, knowledge, col
     """One whole swarm run (all agents, population 8, no stagnation stop)."""
     store = InMemoryStore()
     eng = Engine(store, TableExecutor(table), knowledge, ListSink(), fingerprint="bench")
-    goal = Goal(workload=table.workload, shapes=[shape], seed=seed, cold=cold, population=8,
+    goal = Goal(workload=table.workload, shapes=[shape] if shape else [], seed=seed, cold=cold, population=8,
                 budget=Budget(evaluations=budget, stagnation_generations=None))
     rid = eng.start(goal)
     eng.run(rid)
@@ -78,7 +78,7 @@ def random_trace(table: Table, shape: str, budget: int, seed: int) -> list:
     wl = workloads.get(table.workload)
     tpl = wl.template("cpu")
     rng = random.Random(f"random:{seed}")
-    shp = wl.shape_from_text(shape)
+    shp = shape_of(wl, shape)
     seen, out = set(), []
     tries = 0
     while len(out) < budget and tries < budget * 200:

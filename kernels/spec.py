@@ -6,6 +6,7 @@ Framework-free: nothing here imports Django. A workload is one folder under
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 import operator
@@ -368,16 +369,76 @@ class DesignSpace:
                 yield point
 
     def sample(self, rng: random.Random, shapes: Iterable[Shape] = (), tries: int = 1000) -> dict | None:
-        shapes = list(shapes)
-        for _ in range(tries):
-            point = {p.name: rng.choice(p.values()) for p in self.params}
-            if not self.violations(point, shapes):
-                return point
-        return None
+        """A uniformly random legal point (None: none found in ``tries`` draws of a block)."""
+        return self.repair({p.name: rng.choice(p.values()) for p in self.params}, rng, shapes, tries)
+
+    def repair(self, point: Mapping[str, object], rng: random.Random, shapes: Iterable[Shape] = (),
+               tries: int = 1000) -> dict | None:
+        """``point`` made legal by drawing again only the params of its blocks (params linked by
+        constraints) that break a constraint; the other blocks keep their values. A generated
+        program's space is hundreds of knobs in dozens of independent groups, where drawing the
+        whole point again until every group is legal at once would almost never succeed; drawn
+        block by block, each block is uniform over its own legal values, so a repaired random
+        draw is uniform over the legal points, as whole-point rejection would be. None when a
+        block finds no legal values in ``tries`` draws, or a constraint over shape dims alone
+        fails."""
+        envs = [s.as_dict() for s in shapes] or [None]
+        out = {p.name: point.get(p.name, p.default_value()) for p in self.params}
+        for c in self._fixed:
+            if any(env is not None and not c.evaluate(env) for env in envs):
+                return None
+        for params, constraints in self._blocks:
+            for attempt in range(tries + 1):
+                if attempt:
+                    out.update({p.name: rng.choice(p.values()) for p in params})
+                own = {p.name: out[p.name] for p in params}
+                if all(p.check(own[p.name]) is None for p in params) and all(
+                        _holds(c, own, env) for c in constraints for env in envs):
+                    break
+            else:
+                return None
+        return out
+
+    @functools.cached_property
+    def _blocks(self) -> list[tuple[list[Param], list[Constraint]]]:
+        """The params split into blocks that no constraint links, each with its constraints."""
+        names = set(self.names)
+        parent = {n: n for n in names}
+
+        def root(n):
+            while parent[n] != n:
+                parent[n] = parent[parent[n]]
+                n = parent[n]
+            return n
+        for c in self.constraints:
+            linked = [n for n in c.names if n in names]
+            for a in linked[1:]:
+                parent[root(a)] = root(linked[0])
+        blocks: dict[str, tuple[list, list]] = {}
+        for p in self.params:
+            blocks.setdefault(root(p.name), ([], []))[0].append(p)
+        for c in self.constraints:
+            linked = [n for n in c.names if n in names]
+            if linked:
+                blocks[root(linked[0])][1].append(c)
+        return list(blocks.values())
+
+    @functools.cached_property
+    def _fixed(self) -> list[Constraint]:
+        """Constraints over shape dims alone (no param can make them hold)."""
+        names = set(self.names)
+        return [c for c in self.constraints if not any(n in names for n in c.names)]
 
     def to_json(self) -> dict:
         return {"params": [p.to_json() for p in self.params],
                 "constraints": [c.to_json() for c in self.constraints]}
+
+
+def _holds(c: Constraint, params: dict, shape_env: dict | None) -> bool:
+    """One constraint at one shape (None: no shape yet, so one over shape dims waits)."""
+    if shape_env is None:
+        return not set(c.names) <= set(params) or c.evaluate(params)
+    return c.evaluate({**shape_env, **params})
 
 
 # --------------------------------------------------------------------------- templates, baselines

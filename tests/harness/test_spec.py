@@ -89,3 +89,44 @@ def test_a_goal_without_shapes_searches_the_typical_one():
     wl = workloads.get("softmax")
     assert wl.goal_shapes([]) == [wl.shapes.typical[0]]
     assert wl.goal_shapes(["64x256", "32x128"]) == [Shape.of(rows=64, cols=256), Shape.of(rows=32, cols=128)]
+
+
+def many_groups(n: int) -> DesignSpace:
+    """A generated program's shape of space: ``n`` groups whose knobs only their own group's
+    constraints link (an engine has hundreds of knobs in dozens of groups)."""
+    params, constraints = [], []
+    for g in range(n):
+        params += [Param(f"G{g}_MR", "choice", choices=(2, 4, 6, 8)), Param(f"G{g}_MC", "choice", choices=(24, 48, 96)),
+                   Param(f"G{g}_T", "int", low=1, high=2)]
+        constraints += [Constraint(f"G{g}_MC % G{g}_MR == 0", "MC is whole MR panels"),
+                        Constraint(f"G{g}_MC <= rows", "MC within the rows")]
+    return DesignSpace(params=tuple(params), constraints=tuple(constraints))
+
+
+def test_a_space_of_many_groups_samples_each_group_alone():
+    # all 60 groups legal at once by whole-point rejection: (3/4 * 2/3)^60 ~ 1e-18 per draw
+    sp, shape = many_groups(60), Shape.of(rows=48)
+    rng = random.Random(3)
+    points = [sp.sample(rng, [shape]) for _ in range(30)]
+    assert all(p is not None and not sp.violations(p, [shape]) for p in points)
+    assert len({tuple(sorted(p.items())) for p in points}) == 30
+    # a group's legal pairs are drawn at random (8 of them at 48 rows), not one fixed repair
+    pairs = {(p["G7_MR"], p["G7_MC"]) for p in points}
+    assert len(pairs) >= 5 and all(mc <= 48 for _, mc in pairs)
+
+
+def test_repair_keeps_the_legal_groups_and_redraws_the_rest():
+    sp, shape = many_groups(3), Shape.of(rows=48)
+    point = {**sp.default(), "G0_MR": 8, "G0_MC": 96, "G1_MR": 4, "G1_MC": 48, "G2_MR": 6, "G2_MC": 48}
+    fixed = sp.repair(point, random.Random(0), [shape])
+    assert not sp.violations(fixed, [shape])
+    assert (fixed["G1_MR"], fixed["G1_MC"]) == (4, 48)          # legal: kept
+    assert (fixed["G0_MR"], fixed["G0_MC"]) != (8, 96)          # 96 > rows: redrawn
+    assert (fixed["G2_MR"], fixed["G2_MC"]) == (6, 48)          # legal: kept
+
+
+def test_a_constraint_over_shape_dims_alone_cannot_be_sampled_around():
+    sp = DesignSpace(params=(Param("VEC", "choice", choices=(1, 8)),),
+                     constraints=(Constraint("rows <= 64", "at most 64 rows"),))
+    assert sp.sample(random.Random(0), [Shape.of(rows=128)]) is None
+    assert sp.sample(random.Random(0), [Shape.of(rows=32)]) is not None

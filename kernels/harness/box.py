@@ -78,7 +78,16 @@ class Box:
 
 
 def _pids_of(uid: int) -> list[int]:
+    return pids_of_users({uid})
+
+
+def pids_of_users(uids) -> list[int]:
+    """The live (not zombie) processes whose real uid is one of ``uids``: one walk of /proc
+    however many uids are asked about."""
+    uids = set(uids)
     out = []
+    if not uids:
+        return out
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -89,7 +98,7 @@ def _pids_of(uid: int) -> list[int]:
                     if line.startswith("State:"):
                         zombie = line.split()[1] in ("Z", "X")
                     elif line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid and not zombie:
+                        if int(line.split()[1]) in uids and not zombie:
                             out.append(int(entry.name))
                         break
         except (OSError, ValueError):

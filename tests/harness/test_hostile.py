@@ -151,10 +151,10 @@ def _host_files() -> dict:
 def _box_processes() -> list[int]:
     """Processes of the box users this test process's evaluations ran as, still alive (none
     may outlive its evaluation, whatever session or process group it put itself in)."""
-    from kernels.harness.box import Box, _pids_of
+    from kernels.harness.box import Box, pids_of_users
     if os.geteuid() != 0:
         return []
-    return sorted(pid for uid in Box.used_uids for pid in _pids_of(uid))
+    return sorted(pids_of_users(Box.used_uids))
 
 
 @pytest.fixture

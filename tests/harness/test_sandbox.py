@@ -50,3 +50,21 @@ def test_sandbox_children_get_a_cupy_cache_they_can_write_after_dropping_to_nobo
     assert stat.S_ISDIR(mode) and mode & stat.S_ISVTX and mode & 0o777 == 0o777
     monkeypatch.setenv("CUPY_CACHE_DIR", "/srv/cupy")
     assert sandbox.minimal_env()["CUPY_CACHE_DIR"] == "/srv/cupy"
+
+
+def test_the_processes_of_several_box_users_are_found_in_one_walk_of_proc():
+    import os
+    import subprocess
+
+    from kernels.harness.box import UID_BASE, pids_of_users
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        unused = UID_BASE - 1   # below every box user's id: nobody runs as it
+        assert pids_of_users({unused}) == []
+        mine = pids_of_users({unused, os.getuid()})
+        assert os.getpid() in mine and child.pid in mine
+        assert pids_of_users(set()) == []
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in pids_of_users({os.getuid()})

@@ -4,7 +4,10 @@ Each param's values are dealt out in shuffled rounds (a Latin-hypercube over cat
 knobs), so a handful of proposals already covers every value of every param. Before anything
 has been measured, the hardware knobs start where a person would start them: the target's
 natural values on this host (one thread per core, the widest vectors), and the deal covers
-the rest of the space; later generations deal those knobs too."""
+the rest of the space; later generations deal those knobs too. A space with one algorithm
+template (a generated program: an own op, an engine phase) also starts from its defaults, the
+point its generator chose, which the variant agent would otherwise propose: in an engine
+phase's hundreds of knobs a random deal is far from it (0.1-0.2x torch against 1.3x)."""
 from swarm.agents.base import Context
 from swarm.types import CandidateDraft
 
@@ -22,6 +25,14 @@ class Explorer:
             ", hardware knobs at this host's natural " + " ".join(f"{k}={v}" for k, v in natural.items())
             if natural else "")
         decks = {p.name: [] for p in ctx.space.params}
+        if n > 0 and not ctx.history and _one_template(ctx):
+            start, note = {**ctx.space.default(), **natural}, "the program's defaults, where its generator starts it"
+            if natural and ctx.legal(start):
+                note += ", hardware knobs at this host's natural " + " ".join(f"{k}={v}" for k, v in natural.items())
+            else:
+                start = ctx.space.default()
+            if ctx.fresh(start):
+                out.append(CandidateDraft(start, self.name, note))
         while len(out) < n and tries < 200 * max(n, 1):
             tries += 1
             point = {}
@@ -36,3 +47,8 @@ class Explorer:
                 out.append(CandidateDraft(point, self.name, why if all(
                     point[k] == v for k, v in natural.items()) else "space-filling sample of untried values"))
         return out
+
+
+def _one_template(ctx: Context) -> bool:
+    vp = ctx.template.variant_param
+    return not vp or vp not in ctx.space.names or len(ctx.space.param(vp).values()) < 2

@@ -70,3 +70,21 @@ def test_a_cold_runs_explorer_starts_from_this_hosts_natural_values_through_the_
     explored = [c for c in eng.store.candidates(rid) if c.agent == "explorer"]
     assert explored and all(c.params["THREADS"] == natural["THREADS"] and c.params["VEC"] == natural["VEC"]
                             for c in explored)
+
+
+def test_a_cold_run_over_a_single_template_space_starts_from_the_programs_defaults():
+    """A generated program (an own op, an engine phase) has one template, so no variant agent
+    proposes its defaults: the explorer's first draft is them, then its deal."""
+    from kernels.spec import DesignSpace, Param
+    space = DesignSpace((Param("G0_THREADS", "choice", choices=(1, 2), default=2),
+                         Param("G0_ALGO", "choice", choices=(0, 1, 2), default=2),
+                         Param("G1_JB", "choice", choices=(16, 32, 64), default=32)), ())
+    tpl = TPL.__class__(**{**TPL.__dict__, "space": space, "variant_param": None})
+    ctx = Context(goal=Goal(workload="softmax"), workload=WL, template=tpl, space=space, shapes=[],
+                  history=[], elites=[], lessons=[], rng=random.Random(3), generation=0, natural={})
+    drafts = registry.get("explorer").propose(ctx, 4)
+    assert drafts[0].params == space.default() and "defaults" in drafts[0].rationale
+    assert len(drafts) == 4 and len({tuple(sorted(d.params.items())) for d in drafts}) == 4
+    # a multi-template space leaves its defaults to the variant agent, as before
+    multi = registry.get("explorer").propose(_cold_ctx({}), 4)
+    assert all("defaults" not in d.rationale for d in multi)

@@ -324,8 +324,9 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
                 changed = []
                 # half the calls of a memory-bound kernel (secretly which) change each slot's
                 # data by the smallest step there is, two positions swapped: a cache keyed on
-                # most but not all of the inputs sees a whole eighth move always reach a key,
-                # and a swap of two unkeyed positions return its stale answer
+                # most but not all of the inputs recomputes whenever a whole eighth moves (the
+                # move always reaches a key), but returns its stale answer when two unkeyed
+                # positions swap
                 small = reorder and fraction < 1.0 and bool(ctx.rng.integers(2))
                 if reorder and not small:
                     common = common.shuffled(ctx.rng, fraction)

@@ -60,7 +60,7 @@ class Box:
             return 0
         found = 0
         for _ in range(50):        # a process may fork while we kill: sweep until none is left
-            alive = [pid for pid in _pids_of(self.uid)]
+            alive = pids_of_users({self.uid})
             if not alive:
                 break
             found = max(found, len(alive))
@@ -75,10 +75,6 @@ class Box:
     def close(self) -> None:
         self.kill_all()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _pids_of(uid: int) -> list[int]:
-    return pids_of_users({uid})
 
 
 def pids_of_users(uids) -> list[int]:

@@ -332,8 +332,12 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
                     common = common.shuffled(ctx.rng, fraction)
                 for i, v in enumerate(views):
                     if reorder:
-                        nv = v.shuffled(ctx.rng, 0.0) if small else \
-                            common.shuffled(ctx.rng, fraction) if fraction < 1.0 else v.shuffled(ctx.rng)
+                        if small:
+                            nv = v.shuffled(ctx.rng, 0.0)
+                        elif fraction < 1.0:
+                            nv = common.shuffled(ctx.rng, fraction)
+                        else:
+                            nv = v.shuffled(ctx.rng)
                     else:
                         nv = C.View.identity(bases[int(ctx.rng.integers(len(bases)))])
                     nv.write_inputs({n: inputs.array(f"s{i}:{n}") for n in nv.base.inputs},

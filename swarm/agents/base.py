@@ -29,6 +29,12 @@ class Context:
     outcome: Callable = field(default=lambda candidate_id: None)  # stored evaluation (JSON) or None
     natural: dict = field(default_factory=dict)  # the target's natural values on this host (THREADS, VEC)
 
+    def one_template(self) -> bool:
+        """The space has a single algorithm template (no variant knob, or one with one value):
+        every generated program, and a hand workload pinned to one variant."""
+        vp = self.template.variant_param
+        return not vp or len(self.space.param(vp).values()) < 2
+
     def legal(self, params: dict) -> bool:
         return not self.space.violations(params, self.shapes)
 

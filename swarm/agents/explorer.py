@@ -25,7 +25,7 @@ class Explorer:
             ", hardware knobs at this host's natural " + " ".join(f"{k}={v}" for k, v in natural.items())
             if natural else "")
         decks = {p.name: [] for p in ctx.space.params}
-        if n > 0 and not ctx.history and _one_template(ctx):
+        if n > 0 and not ctx.history and ctx.one_template():
             start, note = {**ctx.space.default(), **natural}, "the program's defaults, where its generator starts it"
             if natural and ctx.legal(start):
                 note += ", hardware knobs at this host's natural " + " ".join(f"{k}={v}" for k, v in natural.items())
@@ -48,7 +48,3 @@ class Explorer:
                     point[k] == v for k, v in natural.items()) else "space-filling sample of untried values"))
         return out
 
-
-def _one_template(ctx: Context) -> bool:
-    vp = ctx.template.variant_param
-    return not vp or vp not in ctx.space.names or len(ctx.space.param(vp).values()) < 2

@@ -15,9 +15,9 @@ class Variant:
     name = "variant"
 
     def cannot_act(self, ctx: Context):
-        vp = ctx.template.variant_param
-        if not vp or len(ctx.space.param(vp).values()) < 2:
+        if ctx.one_template():
             return "the design space has a single algorithm template"
+        vp = ctx.template.variant_param
         if ctx.elites:
             open_ = self._open(ctx)
             if not any(v != c.params[vp] for c in ctx.elites for v in open_):

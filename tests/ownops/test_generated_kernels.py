@@ -47,6 +47,22 @@ def test_the_blocked_batched_gemm_is_correct_whoever_splits_the_batch(bpar, impo
     assert out.status == "ok", out.reason
 
 
+@pytest.mark.parametrize("nv", [1, 2, 3, 4])
+@pytest.mark.parametrize("name", ["gemm_bias_gelu", "linear3d_relu_residual"])
+def test_the_packed_gemm_is_correct_against_a_transposed_weight_at_every_panel_width(name, nv, imported):
+    """A Linear weight is B transposed: its panels are packed in 8 x 8 transposed tiles (AVX2),
+    full panels only, with a ragged depth (the awkward shape's k) and a ragged last panel left
+    to the scalar loop; every panel width (NV vectors) and a KC that leaves a short last slice."""
+    assert imported(name).ok
+    space = workloads.get(name).template("cpu").space
+    groups = sorted({k[:-len("_NV")] for k in space.names if k.endswith("_NV")})
+    assert groups
+    changes = {f"{g}_{k}": v for g in groups
+               for k, v in (("ALGO", 1), ("NV", nv), ("MR", 4), ("MC", 24), ("KC", 64), ("NC", 768))}
+    out = evaluate(name, **changes)
+    assert out.status == "ok", out.reason
+
+
 def test_it_refuses_a_wrong_kernel(imported):
     """A control: the judge is not fooled by a kernel that writes zeros."""
     assert imported("softmax_rows").ok

@@ -128,29 +128,16 @@ def search_tune(name: str, phase: str, *, per_group: int, seed: int = 0, on_prog
     keys, for the next model with groups of the same kind. Returns the tuning's report."""
     from int21web.runs.services import fingerprint_key
     from int21web.runs.store import DjangoKnowledge
-    from kernels import workloads
     from kernels.engine import breakdown, tune
     from swarm.knowledge import groups as group_lessons
-    from swarm.knowledge import shape_bucket
-    from swarm.types import Lesson
     try:
         report = tune.tune(name, phase, per_group=per_group, seed=seed, on_progress=on_progress)
     except breakdown.BreakdownError as exc:
         raise EngineRefused(str(exc)) from None
     engine_sync(name)
-    if report["params"]:
-        wl = workloads.get(report["workload"])
-        point = {**wl.template("cpu").seeds()[0][1], **report["params"]}
-        changed = sum(1 for r in report["groups"] if r["knobs"])
-        lesson = Lesson(kind="best_config", workload=report["workload"], target="cpu",
-                        fingerprint=fingerprint_key("cpu"), shape_bucket=shape_bucket(wl.shapes.typical[0]),
-                        text=(f"composed from each group tuned alone ({report['evaluations']} evaluations; "
-                              f"{changed} group structures moved off their defaults)"),
-                        data={"params": point, "score": 0.0, "subject": "groups tuned alone", "composed": True})
-        knowledge = DjangoKnowledge()
+    knowledge = DjangoKnowledge()
+    for lesson in group_lessons.tuned(report, fingerprint_key("cpu")):
         knowledge.record(lesson)
-        for g in group_lessons.project(list(wl.groups), [lesson]):
-            knowledge.record(g)
     return report
 
 

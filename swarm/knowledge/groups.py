@@ -78,6 +78,25 @@ def project(groups: list[dict], lessons: list[Lesson]) -> list[Lesson]:
     return out
 
 
+def tuned(report: dict, fingerprint: str) -> list[Lesson]:
+    """A group tuning's composed point (``kernels.engine.tune.tune``'s report) as lessons: a
+    ``best_config`` of the phase's workload, where its search starts (the ``seeded`` agent),
+    and its projections under each group's signature key, for the next model with groups of
+    the same kind. None when no group moved off its defaults."""
+    from kernels import workloads
+    if not report.get("params"):
+        return []
+    wl = workloads.get(report["workload"])
+    point = {**wl.template("cpu").seeds()[0][1], **report["params"]}
+    changed = sum(1 for r in report["groups"] if r["knobs"])
+    lesson = Lesson(kind="best_config", workload=report["workload"], target="cpu", fingerprint=fingerprint,
+                    shape_bucket=shape_bucket(wl.shapes.typical[0]),
+                    text=(f"composed from each group tuned alone ({report['evaluations']} evaluations; "
+                          f"{changed} group structures moved off their defaults)"),
+                    data={"params": point, "score": 0.0, "subject": "groups tuned alone", "composed": True})
+    return [lesson, *project(list(wl.groups), [lesson])]
+
+
 def _group_lesson(lsn: Lesson, g: dict, own: dict, *, text: str, data: dict) -> Lesson:
     sig = g["signature"]
     return Lesson(kind=lsn.kind, workload=signature_key(sig), target=lsn.target, fingerprint=lsn.fingerprint,

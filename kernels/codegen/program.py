@@ -429,7 +429,7 @@ def render(units: list, dispatch: list, params, helpers, args, title: str = "") 
         lines += u.comment
     lines.append(" * Knobs are macros (the harness defines them); the defaults below make it self-contained. */")
     lines += ["#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>", "#include <math.h>",
-              "#include <omp.h>", "#if defined(__x86_64__)", "#include <immintrin.h>", "#endif", ""]
+              "#include <omp.h>", ""]
     for p in params:
         default = p.default_value()
         default = int(default) if isinstance(default, bool) else default

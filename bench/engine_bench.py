@@ -118,6 +118,15 @@ def run_case(name: str, case: dict, record: dict, args, sources: dict) -> dict:
     return row
 
 
+def _probe(targets) -> dict:
+    """The harness's roofline probe (STREAM copy, FMA peak), measured now."""
+    from kernels.harness.roofline import measure_host
+    cpu = targets.get("cpu")
+    print("roofline probe ...", flush=True)
+    data = measure_host(cpu.fingerprint())
+    return {k: data[k] for k in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs") if k in data}
+
+
 def table(report: dict) -> str:
     lines = []
     peers = [p for p in PEERS if any(p in c.get("peers", {}) for c in report["cases"])]
@@ -133,6 +142,18 @@ def table(report: dict) -> str:
         label = c["name"] + (" (tuned)" if c.get("point") == "groups tuned alone" else "")
         lines.append(f"{label:<22} {eng.get('median_ms', float('nan')):>10.3f} " + " ".join(cells)
                      + f" {(f'{vs:.2f}x' if vs else '—'):>8}" + ("" if c["status"] == "ok" else f"  [{c['status']}]"))
+    probes = report.get("roofline_probe") or {}
+    if probes:
+        peak = max(p.get("peak_gflops", 0.0) for p in probes.values())
+        copy = max(p.get("copy_gbs", 0.0) for p in probes.values())
+        lines.append(f"roofline probe in this run: FMA peak {peak:.0f} GFLOP/s, copy {copy:.1f} GB/s")
+        for c in report["cases"]:
+            r = c.get("roofline") or {}
+            if c.get("phase") == "prefill" and "pct_of_peak_flops_in_run" in c:
+                lines.append(f"  {c['name']}: {r['achieved_gflops']:.0f} GFLOP/s, "
+                             f"{c['pct_of_peak_flops_in_run']:.0f}% of the FMA peak")
+            elif "pct_of_copy_in_run" in c:
+                lines.append(f"  {c['name']}: {r['achieved_gbs']:.1f} GB/s, {c['pct_of_copy_in_run']:.0f}% of copy")
     for phase, info in report["engine"]["phases"].items():
         a = info["arena"]
         lines.append(f"{phase}: {info['groups']} groups, arena {a['bytes'] / 1024:.1f} KiB "
@@ -212,6 +233,10 @@ def main(argv=None) -> int:
                                       for r in rep["groups"]]
             src, base = sources[phase]
             sources[phase] = (src, {**base, **rep["params"]})
+    # the roofline probe in this run, before and after the cases (the harness's cached ceilings
+    # are the highest seen on this host, perhaps on another day)
+    from kernels import targets
+    probes = {"before": _probe(targets)}
     out_cases = []
     for key, case in chosen.items():
         for label, srcs in ((("defaults", defaults),) if args.tune_groups else ()) + (("chosen", sources),):
@@ -222,8 +247,18 @@ def main(argv=None) -> int:
                 "groups tuned alone" if args.tune_groups else "searched")
             out_cases.append(c)
             print(f"  {c['status']}: {c['reason'][:200]}", flush=True)
+    probes["after"] = _probe(targets)
+    peak = max(p.get("peak_gflops", 0.0) for p in probes.values())
+    copy = max(p.get("copy_gbs", 0.0) for p in probes.values())
+    for c in out_cases:
+        achieved = (c.get("roofline") or {})
+        if peak and achieved.get("achieved_gflops"):
+            c["pct_of_peak_flops_in_run"] = round(100 * achieved["achieved_gflops"] / peak, 1)
+        if copy and achieved.get("achieved_gbs"):
+            c["pct_of_copy_in_run"] = round(100 * achieved["achieved_gbs"] / copy, 1)
     report = {
         "benchmark": "engine", "started": started.isoformat(timespec="seconds"), "tiny": args.tiny,
+        "roofline_probe": probes,
         "model": model.to_json(), "threads": args.threads, "cpus": os.cpu_count(), "host": platform.node(),
         "versions": _versions(), "import_seconds": import_s, "budget": args.budget, "searches": searches,
         "tune_groups": args.tune_groups, "tuned": tuned,

@@ -4,21 +4,9 @@ Importing a problem runs its capture in the sandbox (a forked child of the warme
 capture server: ~2 s each once the server is up), so the test problems are imported once
 per session, lazily, and shared.
 """
-from pathlib import Path
-
 import pytest
 
-HERE = Path(__file__).parent
-PROBLEMS = HERE / "problems"
-HOSTILE = HERE / "hostile"
-
-
-def problem_names() -> list[str]:
-    return sorted(p.stem for p in PROBLEMS.glob("*.py"))
-
-
-def source(name: str, folder: Path = PROBLEMS) -> str:
-    return (folder / f"{name}.py").read_text()
+from tests.ownops.problem_files import HOSTILE, PROBLEMS, problem_names, source  # noqa: F401
 
 
 @pytest.fixture(scope="session")

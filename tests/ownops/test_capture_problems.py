@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import problem_names
+from tests.ownops.problem_files import problem_names
 
 
 @pytest.mark.parametrize("name", problem_names())

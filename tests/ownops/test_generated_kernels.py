@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conftest import problem_names
+from tests.ownops.problem_files import problem_names
 from kernels import workloads
 from kernels.harness.evaluator import EvalSettings, Evaluator
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTILE, source
+from tests.ownops.problem_files import HOSTILE, source
 from kernels.graph import capture
 
 LIMITS = capture.CaptureLimits(wall_seconds=25, cpu_seconds=60, memory_mb=1024)

@@ -118,13 +118,19 @@ def run_case(name: str, case: dict, record: dict, args, sources: dict) -> dict:
     return row
 
 
-def _probe(targets) -> dict:
+def _probe() -> dict:
     """The harness's roofline probe (STREAM copy, FMA peak), measured now."""
+    from kernels import targets
     from kernels.harness.roofline import measure_host
-    cpu = targets.get("cpu")
     print("roofline probe ...", flush=True)
-    data = measure_host(cpu.fingerprint())
+    data = measure_host(targets.get("cpu").fingerprint())
     return {k: data[k] for k in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs") if k in data}
+
+
+def _limits(probes: dict) -> tuple[float, float]:
+    """(FMA peak, copy bandwidth): the higher of the run's probes."""
+    return (max(p.get("peak_gflops", 0.0) for p in probes.values()),
+            max(p.get("copy_gbs", 0.0) for p in probes.values()))
 
 
 def table(report: dict) -> str:
@@ -144,8 +150,7 @@ def table(report: dict) -> str:
                      + f" {(f'{vs:.2f}x' if vs else '—'):>8}" + ("" if c["status"] == "ok" else f"  [{c['status']}]"))
     probes = report.get("roofline_probe") or {}
     if probes:
-        peak = max(p.get("peak_gflops", 0.0) for p in probes.values())
-        copy = max(p.get("copy_gbs", 0.0) for p in probes.values())
+        peak, copy = _limits(probes)
         lines.append(f"roofline probe in this run: FMA peak {peak:.0f} GFLOP/s, copy {copy:.1f} GB/s")
         for c in report["cases"]:
             r = c.get("roofline") or {}
@@ -235,8 +240,7 @@ def main(argv=None) -> int:
             sources[phase] = (src, {**base, **rep["params"]})
     # the roofline probe in this run, before and after the cases (the harness's cached ceilings
     # are the highest seen on this host, perhaps on another day)
-    from kernels import targets
-    probes = {"before": _probe(targets)}
+    probes = {"before": _probe()}
     out_cases = []
     for key, case in chosen.items():
         for label, srcs in ((("defaults", defaults),) if args.tune_groups else ()) + (("chosen", sources),):
@@ -247,9 +251,8 @@ def main(argv=None) -> int:
                 "groups tuned alone" if args.tune_groups else "searched")
             out_cases.append(c)
             print(f"  {c['status']}: {c['reason'][:200]}", flush=True)
-    probes["after"] = _probe(targets)
-    peak = max(p.get("peak_gflops", 0.0) for p in probes.values())
-    copy = max(p.get("copy_gbs", 0.0) for p in probes.values())
+    probes["after"] = _probe()
+    peak, copy = _limits(probes)
     for c in out_cases:
         achieved = (c.get("roofline") or {})
         if peak and achieved.get("achieved_gflops"):

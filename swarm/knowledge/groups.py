@@ -82,7 +82,7 @@ def tuned(report: dict, fingerprint: str) -> list[Lesson]:
     """A group tuning's composed point (``kernels.engine.tune.tune``'s report) as lessons: a
     ``best_config`` of the phase's workload, where its search starts (the ``seeded`` agent),
     and its projections under each group's signature key, for the next model with groups of
-    the same kind. None when no group moved off its defaults."""
+    the same kind. Empty when no group moved off its defaults."""
     from kernels import workloads
     if not report.get("params"):
         return []

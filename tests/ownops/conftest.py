@@ -6,7 +6,7 @@ per session, lazily, and shared.
 """
 import pytest
 
-from tests.ownops.problem_files import HOSTILE, PROBLEMS, problem_names, source  # noqa: F401
+from tests.ownops.problem_files import source
 
 
 @pytest.fixture(scope="session")

@@ -315,7 +315,7 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
                 wl, shape, bases[0].scalars, inputs={n: inputs.offset(f"s{i}:{n}") for n in bases[0].inputs},
                 outputs={n: outputs.offset(f"s{i}:{n}") for n in out_names}, params=ctx.params)
                 for i in range(nslots))
-            state = {"calls": 0, "verdict": None, "checked": 0, "full": 0, "max_err": 0.0}
+            state = {"calls": 0, "verdict": None, "checked": 0, "full": 0, "max_err": 0.0, "call_s": 0.0}
             full_at = set(ctx.rng.choice(np.arange(3, 3 + 4 * s.min_calls), size=FULL_CHECKS, replace=False).tolist())
             flush = _cache_flusher(s.cold_cache)
 
@@ -356,6 +356,7 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
                 flush()
                 reply = cand.call(tokens, ncalls=nslots, nargs=len(wl.args))
                 state["calls"] += 1
+                state["call_s"] += reply.seconds or 0.0   # warm-up calls too: the CPU time counts them
                 bad = reply_problem(reply, cand, when="while being timed", where=f" (timed call {state['calls']})",
                                     inputs=inputs, outputs=outputs)
                 if bad is None:
@@ -388,7 +389,9 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
             if samples is None:
                 out.verdict = ("crashed", "A baseline's process failed while being timed.")
                 return out
-            wall = sum(samples["candidate"]) * nslots / 1e3
+            # the CPU time is read around the whole session, so it is set against the wall time of
+            # every candidate call in it, the untimed warm-up calls included
+            wall = state["call_s"]
             cpu_s = (cpu1["ns"] - cpu0["ns"]) / 1e9 if cpu0 and cpu1 else None
             out.details.update(
                 timed_calls=state["calls"], slots=nslots, checked_calls=state["checked"], full_checks=state["full"],

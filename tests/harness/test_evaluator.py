@@ -147,6 +147,23 @@ def test_a_single_threaded_kernel_timed_after_torch_is_not_billed_for_torchs_thr
     assert outcome.status == "ok", outcome.reason
 
 
+def test_the_warm_up_calls_count_in_both_the_cpu_time_and_the_wall_time():
+    """The CPU time is read around the whole timing session, warm-up calls included: were only
+    the timed calls' wall time set against it, a one-thread kernel timed a few times would seem
+    to use 5/3 of a core, and a two-thread one more than a two-core host has (CI saw 2.58 on
+    such a host and called an honest kernel suspicious). A one-thread process stopped between
+    its calls cannot use more than one CPU-second per second of them."""
+    wl = workloads.get("rmsnorm")
+    tpl = wl.template("cpu")
+    params = {**tpl.space.default(), "THREADS": 1}
+    settings = EvalSettings(seeds=1, timing_shape=wl.shape_from_text("256x4096"), min_calls=3, max_calls=3)
+    outcome = Evaluator(settings).evaluate(tpl.source(tpl.variant_of(params)), params, "rmsnorm", "cpu")
+    bench = next(s for s in outcome.to_json()["stages"] if s["name"] == "benchmark")
+    assert bench["details"]["timed_calls"] > 3          # the warm-up calls ran, and were not timed
+    assert bench["details"]["cpu"]["cpu_per_wall"] <= 1.05, bench["details"]["cpu"]
+    assert outcome.status == "ok", outcome.reason
+
+
 def test_a_kernel_timed_after_openblas_does_not_share_the_cores_with_its_idle_workers():
     """OpenBLAS's pthread pool (NumPy's matmul baseline) spins for 2^28 cycles after each call
     unless told otherwise: the candidate timed next then ran beside it, was billed its CPU

@@ -19,7 +19,7 @@ def quick_bench(tmp_path_factory):
     docs = out / "benchmarks.md"
     peers.main(["--quick", "--workload", "softmax", "--shape", "softmax=32x256:32x256,64x256",
                 "--budgets", "2,3", "--seeds", "1", "--sessions", "1", "--min-calls", "5", "--search-min-calls", "5",
-                "--no-compile", "--out", str(out), "--docs", str(docs)])
+                "--confirm-top", "3", "--no-compile", "--out", str(out), "--docs", str(docs)])
     [json_path] = out.glob("*-quick.json")
     return json.loads(json_path.read_text()), json_path, docs
 
@@ -111,7 +111,7 @@ def test_python_m_bench_lists_the_benchmarks_and_refuses_an_unknown_one():
 def test_the_best_points_are_confirmed_and_every_trace_is_scored_with_the_confirmed_figure(quick_bench):
     result, _, _ = quick_bench
     search = result["search"]["softmax"]
-    assert search["confirmed"] == {"top": 6, "measurements_each": 3}
+    assert search["confirmed"] == {"top": 3, "measurements_each": 3}
     rows = {json.dumps(r["params"], sort_keys=True): r for r in result["table"]["softmax"]
             if r["shape"] == search["shape"]}
     best = rows[json.dumps(search["best_known"]["params"], sort_keys=True)]

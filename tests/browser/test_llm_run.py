@@ -33,6 +33,7 @@ def test_an_llm_run_shows_its_spend_and_each_rewrites_exchange(llm_world):
     page.fill("#id_shapes", "64x512")
     page.fill("#id_evaluations", "8")
     page.fill("#id_population", "4")
+    page.fill("#id_eval_settings", '{"timing_budget_s": 0.25}')     # quick sessions (the host's fast floor)
     for box in page.locator("input[name=team]").all():
         box.set_checked(box.get_attribute("value") in ("explorer", "llm_coder"))
     page.wait_for_function("document.getElementById('validation').textContent.includes('This goal can run')")

@@ -50,7 +50,7 @@ def test_swarm_json_reports_the_run(env):
 
 def test_a_killed_run_resumes_with_nothing_lost_or_judged_twice(env, tmp_path):
     # (no confirmation round: test_swarm_json_reports_the_run covers it; here it would only add time)
-    proc = subprocess.Popen([sys.executable, "manage.py", "swarm", *ARGS, "--budget", "10", "--confirm", "0",
+    proc = subprocess.Popen([sys.executable, "manage.py", "swarm", *ARGS, "--budget", "8", "--confirm", "0",
                              "--json"], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     db = tmp_path / "db.sqlite3"
@@ -65,15 +65,15 @@ def test_a_killed_run_resumes_with_nothing_lost_or_judged_twice(env, tmp_path):
             pass
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert 4 <= evaluated < 10
+    assert 4 <= evaluated < 8
     r = swarm(env, "--resume", "1", "--json")
     assert r.returncode == 0, r.stderr[-3000:]
-    assert json.loads(r.stdout)["evaluations"] == 10
+    assert json.loads(r.stdout)["evaluations"] == 8
     with sqlite3.connect(db) as con:
         assert con.execute("select count(*) from runs_candidate where result is null").fetchone()[0] == 0
         finished = con.execute("select candidate_id, count(*) from runs_evaluation where finished_at is not null "
                                "group by candidate_id").fetchall()
-        assert len(finished) == 10 and all(n == 1 for _, n in finished)
+        assert len(finished) == 8 and all(n == 1 for _, n in finished)
         assert con.execute("select state from runs_run where id = 1").fetchone()[0] == "finished"
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ARGS = ["--workload", "softmax", "--shape", "64x1024", "--population", "4"]
+# quick timing sessions, as this host's fast floor lets a run ask (tests/conftest.py)
+ARGS = ["--workload", "softmax", "--shape", "64x1024", "--population", "4", "--eval-settings", '{"timing_budget_s": 0.25}']
 
 
 @pytest.fixture
@@ -83,3 +84,12 @@ def test_with_a_broker_and_no_worker_the_swarm_says_so_instead_of_waiting(env, t
     r = swarm(env, *ARGS, "--budget", "2", timeout=120)
     assert r.returncode == 2, r.stderr[-2000:]
     assert "no worker serves target.cpu" in r.stderr and "celery -A int21web worker -Q target.cpu" in r.stderr
+
+
+def test_bad_evaluation_settings_are_refused_with_status_2_and_the_reason(env):
+    r = swarm(env, "--workload", "softmax", "--budget", "2", "--eval-settings", "{seeds: 8}", timeout=120)
+    assert r.returncode == 2 and "--eval-settings: not JSON" in r.stderr, r.stderr[-2000:]
+    r = swarm(env, "--workload", "softmax", "--budget", "2", "--eval-settings", "[8]", timeout=120)
+    assert r.returncode == 2 and "expected a JSON object" in r.stderr, r.stderr[-2000:]
+    r = swarm(env, "--workload", "softmax", "--budget", "2", "--eval-settings", '{"seeds": 1}', timeout=120)
+    assert r.returncode == 2 and "seeds" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]

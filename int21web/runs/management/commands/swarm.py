@@ -32,6 +32,10 @@ class Command(BaseCommand):
         parser.add_argument("--confirm", type=int, default=3, metavar="N",
                             help="re-measure the best N twice more before the run ends and rank them by the "
                                  "median (default 3; 0: off)")
+        parser.add_argument("--eval-settings", metavar="JSON", default="",
+                            help='harness settings as a JSON object, as a goal\'s "evaluation settings" field '
+                                 'holds them, e.g. \'{"seeds": 8}\' (they may only tighten the defaults, '
+                                 'unless this host chose the fast floor: docs/harness.md)')
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="resume an interrupted run")
         parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
@@ -47,11 +51,13 @@ class Command(BaseCommand):
         else:
             if not o["workload"]:
                 raise CommandError("--workload is required (or --resume RUN_ID)", returncode=2)
+            eval_settings = _json_object("--eval-settings", o["eval_settings"])
             goal = Goal(workload=o["workload"], target=o["target"], shapes=o["shape"],
                         budget=Budget(evaluations=o["budget"], wall_seconds=o["wall_seconds"],
                                       target_speedup=o["target_speedup"], stagnation_generations=o["stagnation"]),
                         team=[a.strip() for a in o["agents"].split(",") if a.strip()],
-                        population=o["population"], seed=o["seed"], cold=o["cold"], confirm_top=o["confirm"])
+                        population=o["population"], seed=o["seed"], cold=o["cold"], confirm_top=o["confirm"],
+                        eval_settings=eval_settings)
             budget = o["budget"]
             run_id, target = None, o["target"]
         progress = RunProgress(sys.stderr, budget)
@@ -101,3 +107,17 @@ def run_summary(run_id: int) -> dict:
         "allocation": [g.allocation for g in run.generations.order_by("index")],
         "llm": run.llm_usage or {},   # requests, tokens, cost… when LLM agents were in the team
     }
+
+
+def _json_object(flag: str, text: str) -> dict:
+    """A flag's JSON object, or a CommandError (status 2) that says what is wrong with it."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"{flag}: not JSON: {exc.msg} (column {exc.colno})", returncode=2) from None
+    if not isinstance(value, dict):
+        raise CommandError(f"{flag}: expected a JSON object such as '{{\"seeds\": 8}}', "
+                           f"got {type(value).__name__}", returncode=2)
+    return value

@@ -96,7 +96,7 @@ class AttentionFamily:
             return " + ".join(terms) or "0"
         bparts = [(d, f"b{d}") for d in range(nb)]
         text = BODY.format(
-            P=P, NB=nbatch, H=H, L=L, S=S, E=E, EV=EV, REP=H // HK, SCALE=repr(scale) + "f",
+            P=P, NB=nbatch, H=H, HK=HK, L=L, S=S, E=E, EV=EV, REP=H // HK, SCALE=repr(scale) + "f",
             BIDX="\n        ".join(bidx) or "(void)0;",
             QB=f"{lq.buf} + {off(lq, bparts + [(ih, 'h')])}", QL=lq.strides[ii], QE=lq.strides[ie],
             KB=f"{lk.buf} + {off(lk, bparts + [(ihk, 'hk')])}", KS=lk.strides[ij], KE=lk.strides[ie],
@@ -119,32 +119,41 @@ class AttentionFamily:
 
 BODY = r"""
 /* tiles: 4 query rows at a time against a key block (scores) and a value block (P.V),
- * the accumulators in vector registers; rows and columns past the ends are zero padding */
+ * the accumulators in vector registers; rows and columns past the ends are zero padding.
+ * The rows of a block are the query rows of the REP query heads that share one key/value
+ * head, head by head ((h - hk * REP) * L + i): a block packs its key and value rows once for
+ * all of them. A decode step (one query row per head) is then one block of REP rows per
+ * key/value head, instead of REP blocks of one real row and three padding rows each. */
 #define {P}EVP I21_ALIGN_UP({EV}, I21_VW)
 #pragma omp parallel for num_threads({P}THREADS) collapse(3) schedule(dynamic, 1)
 for (int64_t bb = 0; bb < {NB}; bb++) {{
-    for (int64_t h = 0; h < {H}; h++) {{
-        for (int64_t qb = 0; qb < {L}; qb += {P}BQ) {{
+    for (int64_t hk = 0; hk < {HK}; hk++) {{
+        for (int64_t qb = 0; qb < {REP} * {L}; qb += {P}BQ) {{
         {BIDX}
-        const int64_t hk = h / {REP};
-        const float *qh = {QB};
         const float *kh = {KB};
         const float *vh = {VB};
-        float *oh = {O} + (bb * {H} + h) * {L} * {EV};
-        const int64_t qn = {L} - qb < {P}BQ ? {L} - qb : {P}BQ;
+        const int64_t qn = {REP} * {L} - qb < {P}BQ ? {REP} * {L} - qb : {P}BQ;
         float m[{P}BQ], l[{P}BQ];
         float qs[{P}BQ][{E}] __attribute__((aligned(64)));
         float sc[{P}BQ][{P}BK] __attribute__((aligned(64)));
         float kt[{E}][{P}BK] __attribute__((aligned(64)));
         float vt[{P}BK][{P}EVP] __attribute__((aligned(64)));
         float acc[{P}BQ][{P}EVP] __attribute__((aligned(64)));
+        int64_t i_last = 0;
         for (int64_t r = 0; r < {P}BQ; r++) {{
             m[r] = -INFINITY; l[r] = 0.0f;
-            for (int64_t e = 0; e < {E}; e++) qs[r][e] = r < qn ? qh[(qb + r) * {QL} + e * {QE}] * {SCALE} : 0.0f;
+            if (r < qn) {{
+                const int64_t h = hk * {REP} + (qb + r) / {L}, i = (qb + r) % {L};
+                const float *qh = {QB};
+                for (int64_t e = 0; e < {E}; e++) qs[r][e] = qh[i * {QL} + e * {QE}] * {SCALE};
+                i_last = i > i_last ? i : i_last;
+            }} else {{
+                for (int64_t e = 0; e < {E}; e++) qs[r][e] = 0.0f;
+            }}
             for (int64_t ev = 0; ev < {P}EVP; ev++) acc[r][ev] = 0.0f;
         }}
-        /* causal: keys j <= i only, so key blocks beyond this query block's last row are skipped */
-        const int64_t s_end = {CAUSAL} ? ({S} < qb + qn ? {S} : qb + qn) : {S};
+        /* causal: keys j <= i only, so key blocks beyond the block's last query row are skipped */
+        const int64_t s_end = {CAUSAL} ? ({S} < i_last + 1 ? {S} : i_last + 1) : {S};
         for (int64_t kb = 0; kb < s_end; kb += {P}BK) {{
             const int64_t kn = s_end - kb < {P}BK ? s_end - kb : {P}BK;
             for (int64_t jj = 0; jj < {P}BK; jj++) {{
@@ -170,7 +179,8 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
                 }}
             }}
             for (int64_t r = 0; r < qn; r++) {{
-                const int64_t i = qb + r;
+                const int64_t h = hk * {REP} + (qb + r) / {L}, i = (qb + r) % {L};
+                (void)h;
                 float *srow = sc[r];
                 float mx = m[r];
                 for (int64_t jj = 0; jj < kn; jj++) {{
@@ -215,9 +225,11 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
             }}
         }}
         for (int64_t r = 0; r < qn; r++) {{
+            const int64_t h = hk * {REP} + (qb + r) / {L}, i = (qb + r) % {L};
+            float *oh = {O} + ((bb * {H} + h) * {L} + i) * {EV};
             const float inv = 1.0f / l[r];
             #pragma omp simd
-            for (int64_t ev = 0; ev < {EV}; ev++) oh[(qb + r) * {EV} + ev] = acc[r][ev] * inv;
+            for (int64_t ev = 0; ev < {EV}; ev++) oh[ev] = acc[r][ev] * inv;
         }}
         }}
     }}

@@ -69,11 +69,13 @@ def roofline_of(wl, shape, median_ms: float, ceilings: dict) -> dict:
 
 
 def compare(workload: str, shape_text: str, source: str, params: dict, *, sessions: int, min_calls: int,
-            ceilings: dict, compile_baseline: bool = True, on_session=None) -> dict:
+            ceilings: dict, compile_baseline: bool = True, on_session=None,
+            timing_budget_s: float | None = None) -> dict:
     wl = workloads.get(workload)
     shape = wl.shape_from_text(shape_text)
     names = [b.name for b in wl.baselines.get("cpu", ()) if b.default or (compile_baseline and "compile" in b.name)]
-    ev = Evaluator(EvalSettings(timing_shape=shape, min_calls=min_calls, baselines=tuple(names)))
+    budget = {} if timing_budget_s is None else {"timing_budget_s": timing_budget_s}
+    ev = Evaluator(EvalSettings(timing_shape=shape, min_calls=min_calls, baselines=tuple(names), **budget))
     runs, blas, notes = [], None, []
     for i in range(sessions):
         out = ev.evaluate(source, params, wl, "cpu")

@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sessions", type=int, help="harness sessions per kernel comparison")
     ap.add_argument("--min-calls", type=int, help="timed calls per implementation, kernel comparisons")
     ap.add_argument("--search-min-calls", type=int, help="timed calls per implementation, search")
+    ap.add_argument("--timing-budget", type=float, metavar="S",
+                    help="seconds of timing per harness session, search and kernel comparisons alike "
+                         "(default: the harness's own)")
     ap.add_argument("--confirm-top", type=int,
                     help="search: measure the best N points again before scoring (default 6; 0: off)")
     ap.add_argument("--confirm-extra", type=int,
@@ -103,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
                            searchers=chosen, deadline_minutes=o["deadline_minutes"],
                            search_workloads=o["search"])
     plan.compile_baseline = not o["no_compile"]
+    if o["timing_budget"] is not None:
+        if o["timing_budget"] <= 0:
+            ap.error("--timing-budget must be a positive number of seconds")
+        plan.timing_budget_s = o["timing_budget"]
+        plan.search_eval = {**plan.search_eval, "timing_budget_s": o["timing_budget"]}
     plan.shape_runs = not o["no_shape_runs"]
     plan.gpu = not o["no_gpu"]
     plan.gpu_only = o["gpu_only"]

@@ -43,7 +43,8 @@ Options: `--quick`, `--workload W` (repeatable; default all), `--budgets 25,50,1
 `--search W` (search only these workloads; the others get one fixed-budget swarm run),
 `--searchers swarm_cold,random,...`, `--sessions N` (harness sessions per kernel
 comparison), `--min-calls N` / `--search-min-calls N` (timed calls per implementation in
-kernel comparisons / search measurements), `--no-compile` (leave out torch.compile),
+kernel comparisons / search measurements), `--timing-budget S` (seconds of timing per harness
+session, both; default the harness's), `--no-compile` (leave out torch.compile),
 `--no-gpu`, `--gpu-only` (or `python -m bench gpu`, the GPU section alone),
 `--deadline-minutes M` (tasks past it are skipped and reported), `--out DIR` (default
 `bench/results`), `--docs PATH` (default `docs/benchmarks.md`; `--docs -` writes none),

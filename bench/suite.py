@@ -54,6 +54,7 @@ class Plan:
     min_calls: int = 20               # timed calls per implementation, kernel comparisons
     search_min_calls: int = 10        # timed calls per implementation, search measurements
     search_eval: dict = field(default_factory=dict)   # EvalSettings of search measurements beyond the defaults
+    timing_budget_s: float | None = None              # kernel comparisons: seconds per session (None: the harness's)
     searchers: list = field(default_factory=lambda: list(searchers.SEARCHERS))
     shapes: dict = field(default_factory=dict)       # workload -> (search shape, [kernel shapes])
     compile_baseline: bool = True     # torch.compile in the kernel comparison
@@ -468,7 +469,7 @@ def run(plan: Plan, stream=sys.stderr) -> dict:
             progress.task(f"{wname}: kernel vs baselines at {shape}")
             entries[shape] = kernels_vs.compare(
                 wname, shape, here_source, here_params, sessions=plan.sessions, min_calls=plan.min_calls,
-                ceilings=ceilings, compile_baseline=plan.compile_baseline,
+                ceilings=ceilings, compile_baseline=plan.compile_baseline, timing_budget_s=plan.timing_budget_s,
                 on_session=lambda i, out: progress.finished())
             entries[shape]["origin"] = here_origin
             if found is not None:

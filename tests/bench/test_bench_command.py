@@ -19,7 +19,7 @@ def quick_bench(tmp_path_factory):
     docs = out / "benchmarks.md"
     peers.main(["--quick", "--workload", "softmax", "--shape", "softmax=32x256:32x256,64x256",
                 "--budgets", "2,3", "--seeds", "1", "--sessions", "1", "--min-calls", "5", "--search-min-calls", "5",
-                "--confirm-top", "3", "--no-compile", "--out", str(out), "--docs", str(docs)])
+                "--confirm-top", "3", "--timing-budget", "0.25", "--no-compile", "--out", str(out), "--docs", str(docs)])
     [json_path] = out.glob("*-quick.json")
     return json.loads(json_path.read_text()), json_path, docs
 
@@ -38,6 +38,7 @@ def test_the_result_states_the_host_the_command_and_the_roofline_measured_in_the
     assert {"benchmark", "command", "date", "host", "plan", "roofline", "kernels", "search", "targets",
             "gpu", "seconds", "table"} <= set(result)
     assert result["command"].startswith("python -m bench peers --quick --workload softmax")
+    assert result["plan"]["timing_budget_s"] == 0.25 and result["plan"]["search_eval"]["timing_budget_s"] == 0.25
     assert {"hostname", "fingerprint", "versions", "load_average_at_start",
             "openblas_env_of_bench_process"} <= set(result["host"])
     assert {"copy_gbs", "triad_gbs", "peak_gflops"} <= set(result["roofline"])
@@ -90,6 +91,9 @@ def test_an_unknown_workload_is_refused_with_status_2_and_the_reason(capsys):
     with pytest.raises(SystemExit) as exc:
         peers.main(["--workload", "nope", "--docs", "-"])
     assert exc.value.code == 2 and "unknown workload" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        peers.main(["--quick", "--timing-budget", "0", "--docs", "-"])
+    assert exc.value.code == 2 and "--timing-budget must be a positive number" in capsys.readouterr().err
 
 
 def test_python_m_bench_lists_the_benchmarks_and_refuses_an_unknown_one():

@@ -168,19 +168,27 @@ def validate_goal(data) -> tuple[Goal | None, dict, dict]:
     return goal, errors, info
 
 
-def _json_object(text: str, errors: dict) -> dict:
-    """The editor's evaluation settings: empty, or a JSON object (else an error on the field)."""
+def eval_settings_from_text(text: str) -> dict:
+    """Evaluation settings as a user types them (the goal editor, ``manage.py swarm
+    --eval-settings``): empty, or a JSON object; else ValueError with what is wrong."""
     if not (text or "").strip():
         return {}
     try:
         value = json.loads(text)
-    except ValueError as exc:
-        errors["eval_settings"] = f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        return {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(value, dict):
-        errors["eval_settings"] = 'must be a JSON object of settings, e.g. {"seeds": 8}'
-        return {}
+        raise ValueError('must be a JSON object of settings, e.g. {"seeds": 8}')
     return value
+
+
+def _json_object(text: str, errors: dict) -> dict:
+    """The editor's evaluation settings: empty, or a JSON object (else an error on the field)."""
+    try:
+        return eval_settings_from_text(text)
+    except ValueError as exc:
+        errors["eval_settings"] = str(exc)
+        return {}
 
 
 def _space_size(goal: Goal, wl) -> int:

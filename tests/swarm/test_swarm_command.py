@@ -90,6 +90,6 @@ def test_bad_evaluation_settings_are_refused_with_status_2_and_the_reason(env):
     r = swarm(env, "--workload", "softmax", "--budget", "2", "--eval-settings", "{seeds: 8}", timeout=120)
     assert r.returncode == 2 and "--eval-settings: not JSON" in r.stderr, r.stderr[-2000:]
     r = swarm(env, "--workload", "softmax", "--budget", "2", "--eval-settings", "[8]", timeout=120)
-    assert r.returncode == 2 and "expected a JSON object" in r.stderr, r.stderr[-2000:]
+    assert r.returncode == 2 and "--eval-settings: must be a JSON object" in r.stderr, r.stderr[-2000:]
     r = swarm(env, "--workload", "softmax", "--budget", "2", "--eval-settings", '{"seeds": 1}', timeout=120)
     assert r.returncode == 2 and "seeds" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]

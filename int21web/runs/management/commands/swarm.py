@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from int21web.runs import models as m
 from int21web.runs import services
 from int21web.runs.embedded import embedded_worker, serving
+from int21web.runs.forms import eval_settings_from_text
 from swarm.goals import GoalError
 from swarm.progress import RunProgress
 from swarm.types import Budget, Goal
@@ -51,7 +52,10 @@ class Command(BaseCommand):
         else:
             if not o["workload"]:
                 raise CommandError("--workload is required (or --resume RUN_ID)", returncode=2)
-            eval_settings = _json_object("--eval-settings", o["eval_settings"])
+            try:
+                eval_settings = eval_settings_from_text(o["eval_settings"])
+            except ValueError as exc:
+                raise CommandError(f"--eval-settings: {exc}", returncode=2) from None
             goal = Goal(workload=o["workload"], target=o["target"], shapes=o["shape"],
                         budget=Budget(evaluations=o["budget"], wall_seconds=o["wall_seconds"],
                                       target_speedup=o["target_speedup"], stagnation_generations=o["stagnation"]),
@@ -108,16 +112,3 @@ def run_summary(run_id: int) -> dict:
         "llm": run.llm_usage or {},   # requests, tokens, cost… when LLM agents were in the team
     }
 
-
-def _json_object(flag: str, text: str) -> dict:
-    """A flag's JSON object, or a CommandError (status 2) that says what is wrong with it."""
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CommandError(f"{flag}: not JSON: {exc.msg} (column {exc.colno})", returncode=2) from None
-    if not isinstance(value, dict):
-        raise CommandError(f"{flag}: expected a JSON object such as '{{\"seeds\": 8}}', "
-                           f"got {type(value).__name__}", returncode=2)
-    return value

@@ -63,6 +63,44 @@ def test_the_packed_gemm_is_correct_against_a_transposed_weight_at_every_panel_w
     assert out.status == "ok", out.reason
 
 
+DOT_TILES = [(1, 1), (3, 5), (4, 6), (8, 3), (2, 8), (6, 4)]
+
+
+def dot_groups(name):
+    space = workloads.get(name).template("cpu").space
+    return sorted(k[:-len("_NR3")] for k in space.names if k.endswith("_NR3"))
+
+
+@pytest.mark.parametrize("mr,nr", DOT_TILES)
+@pytest.mark.parametrize("name", ["linear_deep_silu", "gemm_bias_gelu", "bmm_transposed_scale"])
+def test_the_dot_tiles_are_correct_at_every_tile_shape(name, mr, nr, imported):
+    """ALGO 3 (rows of A against rows of a transposed weight, unpacked): tiles that do not divide
+    the rows or the columns (rows past the edge read row 0 again and are not stored), a depth
+    that leaves a tail short of a vector, and k in 128-deep slices summed into the output (389
+    is four slices), with the epilogue applied once, after the last."""
+    assert imported(name).ok
+    groups = dot_groups(name)
+    assert groups
+    changes = {f"{g}_{k}": v for g in groups for k, v in (("ALGO", 3), ("MR3", mr), ("NR3", nr), ("KC3", 128))}
+    out = evaluate(name, **changes)
+    assert out.status == "ok", out.reason
+
+
+def test_the_dot_tiles_are_the_default_for_a_deep_linear_and_their_tail_is_checked(imported):
+    """A Linear with k >= 256 gets the dot tiles by default; a control: the same kernel without
+    its scalar tail (k 389 = 24 vectors + 5) is refused, so the tests above exercise it."""
+    assert imported("linear_deep_silu").ok
+    wl = workloads.get("linear_deep_silu")
+    src, params = wl.template("cpu").seeds()[0]
+    (g,) = dot_groups("linear_deep_silu")
+    assert params[f"{g}_ALGO"] == 3
+    assert evaluate("linear_deep_silu").status == "ok"
+    broken = src.replace("s[i][j] += ar[i][q] * wr[j][q];", "(void)q;")
+    assert broken != src
+    out = Evaluator(EvalSettings(timing=False)).evaluate(broken, params, wl, "cpu")
+    assert out.status == "wrong", out.reason
+
+
 def test_it_refuses_a_wrong_kernel(imported):
     """A control: the judge is not fooled by a kernel that writes zeros."""
     assert imported("softmax_rows").ok

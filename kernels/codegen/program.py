@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
-from kernels.codegen import cmath, registry
+from kernels.codegen import cmath, dynamic, registry
 from kernels.codegen.expr import NeedsBuffer
 from kernels.codegen.family import Ctx
 from kernels.codegen.partition import Group, Partition, Plan, partition
@@ -60,11 +61,14 @@ class Program:
 
 
 def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | None = None,
-                   title: str = "") -> Program:
+                   title: str = "", param_digests: list | None = None) -> Program:
     """One source for the same problem captured at several shapes: a unit per shape (dims
     baked in), ``kernel`` taking the dims as trailing ``int64_t`` args to pick the unit.
     The knobs are shared: they must mean the same thing at every shape (the same partition),
-    else the shape is refused (``CodegenError``)."""
+    else the shape is refused (``CodegenError``). Three or more shapes that differ in one dim
+    and whose units differ only in integers affine in it share one unit reading that dim at
+    run time, dispatched over the range they span (:mod:`kernels.codegen.dynamic`; members
+    must have the same ``param_digests``, where given)."""
     progs = [generate(g, cores=cores, prefix=f"s{k}_") for k, g in enumerate(graphs)]
     first = progs[0]
     params, constraints = list(first.params), list(first.constraints)
@@ -78,16 +82,32 @@ def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | No
         params += [q for q in p.params if q.name not in names]
         constraints = _unique(constraints + p.constraints)
     args = first.args + tuple(Arg(n, "dim") for n in dim_names)
-    dispatch = [" && ".join(f"{n} == {v}" for n, v in zip(dim_names, d)) or "1" for d in dims]
+    texts = [re.sub(rf"\bs{k}_", dynamic.PREFIX_MARK, p.unit.text) for k, p in enumerate(progs)]
+    shared = dynamic.find(texts, dims, dim_names, param_digests) if len(progs) >= 3 else []
+    members = {k for sh in shared for k in sh.members}
+    units = [p.unit for k, p in enumerate(progs) if k not in members]
+    dispatch = [" && ".join(f"{n} == {v}" for n, v in zip(dim_names, d)) or "1"
+                for k, d in enumerate(dims) if k not in members]
+    for j, sh in enumerate(shared):
+        prefix, rep = f"sd{j}_", progs[max(sh.members, key=lambda k: dims[k][dim_names.index(sh.dim)])]
+        var = f"{prefix}{sh.dim}"
+        comment = [re.sub(r"\bs\d+_", prefix, c) for c in rep.unit.comment]
+        comment[0] += f" (shared by {sh.dim} = {sh.lo}..{sh.hi}: {len(sh.fits)} sizes read {sh.dim} at run time)"
+        units.append(Unit(comment, f"static int64_t {var};   /* {sh.dim} of the current call */\n"
+                          + dynamic.render(sh, prefix, var), rep.unit.arena_values,
+                          f"({prefix}ARENA_VALUES + {prefix}ARENA_SCRATCH)", prefix, sets=((var, sh.dim),)))
+        fixed = [f"{n} == {v}" for n, v in zip(dim_names, dims[sh.members[0]]) if n != sh.dim]
+        dispatch.append(" && ".join(fixed + [f"{sh.dim} >= {sh.lo}", f"{sh.dim} <= {sh.hi}"]))
     if len(progs) == 1:
         dispatch = [""]
     helpers = set().union(*(p.helpers for p in progs))
-    source = render([p.unit for p in progs], dispatch, params, helpers, args, title)
+    source = render(units, dispatch, params, helpers, args, title)
     space = DesignSpace(tuple(params), tuple(constraints))
     arena = {"floats": max(p.arena_floats for p in progs), "bytes": 4 * max(p.arena_floats for p in progs),
              "floats_no_reuse": max(p.arena["floats_no_reuse"] for p in progs),
              "bytes_no_reuse": 4 * max(p.arena["floats_no_reuse"] for p in progs),
-             "shapes": [{"dims": dict(zip(dim_names, d)), **p.arena} for p, d in zip(progs, dims)]}
+             "shapes": [{"dims": dict(zip(dim_names, d)), **p.arena} for p, d in zip(progs, dims)],
+             "shared": [sh.to_json() for sh in shared]}
     return Program(source, space, args, first.out_names, first.groups, max(p.arena_floats for p in progs),
                    first.flops, first.bytes, first.graph, helpers=helpers, params=params,
                    constraints=constraints, arena=arena, planned=first.planned)
@@ -363,6 +383,7 @@ class Unit:
     arena_values: int
     scratch: str
     prefix: str = ""
+    sets: tuple = ()          # (variable, dim): what a shared unit reads its dim from
 
 
 def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix) -> Unit:
@@ -456,8 +477,10 @@ def render(units: list, dispatch: list, params, helpers, args, title: str = "") 
         head = "if" if k == 0 else "} else if"
         if cond:
             lines.append(f"    {head} ({cond}) {{")
+            lines += [f"        {var} = {dim};" for var, dim in u.sets]
             lines.append(f"        {prefix}run({names}, arena);")
         else:
+            lines += [f"    {var} = {dim};" for var, dim in u.sets]
             lines.append(f"    {prefix}run({names}, arena);")
     if any(dispatch):
         lines.append("    }")

@@ -21,7 +21,9 @@ arrays it is given, and anything else is a ValueError naming the shapes there ar
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import re
 
 import numpy as np
 
@@ -65,6 +67,17 @@ def trampoline(info: dict) -> str:
                 call.append(f"p_{io.index(a['name'])}")
         params = ", ".join(f"void *p_{i}" for i in range(len(io)))
         lines.append(f"void call_{j}({params}) {{ k({', '.join(call)}); }}")
+    for j, r in enumerate(info.get("ranges") or []):
+        if not re.fullmatch(r"[A-Za-z_]\w*", str(r["dim"])) or r["dim"] not in {a["name"] for a in args}:
+            raise LibraryError(f"a range names {r['dim']!r}, not one of the phase's dims")
+        entry = info["shapes"][int(r["shape"])]
+        call = [r["dim"] if a["kind"] == "dim" and a["name"] == r["dim"] else
+                f"{int(entry['dims'][a['name']])}" if a["kind"] == "dim" else
+                f"W[{r['shape']}][{weights.index(a['name'])}]" if a["name"] in weights else
+                f"p_{io.index(a['name'])}" for a in args]
+        params = ", ".join([f"int64_t {r['dim']}"] + [f"void *p_{i}" for i in range(len(io))])
+        lines.append(f"void range_{j}({params}) {{ if ({r['dim']} >= {int(r['lo'])} && {r['dim']} <= {int(r['hi'])}) "
+                     f"k({', '.join(call)}); }}")
     return "\n".join(lines) + "\n"
 
 
@@ -99,6 +112,12 @@ class EnginePhase:
             fn.restype = None
             key = tuple(tuple(entry["inputs"][n]) for n in self.inputs)
             self._by_shape[key] = (fn, tuple(tuple(entry["outputs"][n]) for n in self.outputs))
+        self._ranges, self._ranged = [], {}
+        for j, r in enumerate(info.get("ranges") or []):
+            fn = getattr(self._tramp, f"range_{j}")
+            fn.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * len(order)
+            fn.restype = None
+            self._ranges.append((r, fn))
         self._weights = weights       # the arrays the pointers point into stay alive with the phase
         self._last: dict[int, tuple] = {}
 
@@ -106,17 +125,46 @@ class EnginePhase:
         return f"<EnginePhase {self.name} ({len(self._by_shape)} shapes) {self.path.name}>"
 
     def shapes(self) -> list[dict]:
-        """The shapes this phase runs at: each activation's shape, by name."""
+        """The shapes this phase was approved at (each activation's shape, by name); the ranges
+        it also runs over are ``ranges()``."""
         return [dict(zip(self.inputs, key)) for key in self._by_shape]
 
+    def ranges(self) -> list[dict]:
+        """The lengths a shared unit serves: [{"dim", "lo", "hi"}]."""
+        return [{k: r[k] for k in ("dim", "lo", "hi")} for r, _ in self._ranges]
+
     def plan(self, *arrays):
-        """(the shape's call, its output shapes) for these arrays."""
-        found = self._by_shape.get(tuple(a.shape for a in arrays))
+        """(the shape's call, its output shapes) for these arrays: an approved shape's, or, for a
+        length inside a shared unit's range, that range's with the length bound (cached)."""
+        key = tuple(a.shape for a in arrays)
+        found = self._by_shape.get(key) or self._ranged.get(key)
         if found is None:
-            have = "; ".join(", ".join(f"{n} {list(s)}" for n, s in zip(self.inputs, k)) for k in self._by_shape)
-            got = ", ".join(f"{n} {list(a.shape)}" for n, a in zip(self.inputs, arrays))
-            raise ValueError(f"{self.name} was approved at these shapes only: {have}; got {got}")
+            found = self._in_range(key)
+            if found is None:
+                have = "; ".join(", ".join(f"{n} {list(s)}" for n, s in zip(self.inputs, k)) for k in self._by_shape)
+                spans = "".join(f"; and every {r['dim']} in {r['lo']}..{r['hi']}" for r, _ in self._ranges)
+                got = ", ".join(f"{n} {list(a.shape)}" for n, a in zip(self.inputs, arrays))
+                raise ValueError(f"{self.name} was approved at these shapes only: {have}{spans}; got {got}")
+            self._ranged[key] = found
         return found
+
+    def _in_range(self, key):
+        """(call, output shapes) where the activations' shapes are one range's at some length."""
+        for r, fn in self._ranges:
+            at = None
+            for name, shape in zip(self.inputs, key):
+                axes = r["inputs"][name]
+                if len(axes) != len(shape):
+                    break
+                for (slope, icpt), v in zip(axes, shape):
+                    if slope and at is None and (v - icpt) % slope == 0:
+                        at = (v - icpt) // slope
+            if at is None or not r["lo"] <= at <= r["hi"] or any(
+                    tuple(a * at + b for a, b in r["inputs"][n]) != s for n, s in zip(self.inputs, key)):
+                continue
+            outs = tuple(tuple(a * at + b for a, b in r["outputs"][n]) for n in self.outputs)
+            return functools.partial(fn, at), outs
+        return None
 
     def _pointer(self, slot: int, a: np.ndarray) -> int:
         # The array passed at this slot last time is held (so its buffer cannot move or be

@@ -90,11 +90,15 @@ def release(name: str, chosen: dict, *, ops_dir=None) -> Release:
                            "inputs": {t.name: list(t.shape) for t in graph.inputs},
                            "outputs": {n: list(s) for n, s in imp.out_shapes(shape).items()},
                            "weights": [put(n, stored[n], f"{phase}{k}") for n in weight_args]})
+        # a unit shared by a range of lengths runs at every length in it (kernels.codegen.dynamic):
+        # its member's weights, the dim from the call, each shape affine in it
+        ranges = [{"dim": r["dim"], "lo": r["lo"], "hi": r["hi"], "shape": r["members"][0], **imp.range_shapes(r)}
+                  for r in imp.ranges()]
         phases[phase] = {
             "workload": info["workload"], "import_digest": info["digest"], "source_file": f"{phase}.c",
             "source_sha256": library.sha256(source), "params": params,
             "args": [{"name": a.name, "kind": a.kind} for a in wl.args], "inputs": inputs,
-            "weight_args": weight_args, "shapes": shapes,
+            "weight_args": weight_args, "shapes": shapes, "ranges": ranges,
             "tolerance": {"atol": wl.tolerance.atol, "rtol": wl.tolerance.rtol, "rel_rmse": wl.tolerance.rel_rmse},
             "entry_point": c_signature(wl.args, f"{name}_{phase}"),
             "groups": group_summary(info["workload"], params, ops_dir=ops_dir),

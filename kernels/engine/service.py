@@ -118,16 +118,22 @@ def prime_below(n: int) -> int | None:
     return None
 
 
-def phase_shapes(config, phase: str, typical=None, greedy=None) -> tuple[list[int], list[int]]:
+def phase_shapes(config, phase: str, typical=None, greedy=None, *, every_step: bool = False
+                 ) -> tuple[list[int], list[int]]:
     """(typical lengths, awkward lengths) of ``phase``: the typical ones as given (default
     128 tokens, or what ``max_seq`` allows) plus the greedy check's, then 1 and the largest
-    prime below the longest as awkward ones."""
+    prime below the longest as awkward ones. The greedy check's decode steps are captured at
+    the first three cache lengths and the last: the lengths between are served by the unit
+    those share (kernels.codegen.dynamic); ``every_step`` captures each one (where they do not
+    share one)."""
     limit = config.max_seq if phase == "prefill" else config.max_seq - 1
     typical = list(dict.fromkeys(int(v) for v in (typical or [min(128, limit)])))
     more = []
     if greedy:
         prompt, steps = int(greedy[0]), int(greedy[1])
-        more = [prompt] if phase == "prefill" else list(range(prompt, prompt + steps))
+        pasts = range(prompt, prompt + steps)
+        more = [prompt] if phase == "prefill" else \
+            list(pasts) if every_step else list(dict.fromkeys([*pasts[:3], pasts[-1]]))
     bad = [v for v in typical + more if v < 1 or v > limit]
     if bad:
         what = "seq" if phase == "prefill" else "past (the cache's length; past + 1 <= max_seq)"
@@ -163,11 +169,15 @@ def engine_import(model: Model, *, name: str, batch: int = 1, prefill_seq=None, 
             lm = model.torch_model()
             extra_line = f"\n# Weights: the checkpoint {model.checkpoint.name}, sha256 {_weights_digest(lm)[:24]}\n"
         phases = {}
-        for phase, lengths in (("prefill", prefill_seq), ("decode", decode_past)):
-            typical, awkward = phase_shapes(cfg, phase, lengths, greedy)
+
+        def shapes_of(phase, every_step=False):
+            typical, awkward = phase_shapes(cfg, phase, lengths_of[phase], greedy, every_step=every_step)
             dim = PHASE_DIM[phase]
             src = problem_source(cfg, phase, batch=batch, **{dim.lower(): typical[0]}) + extra_line
-            phases[phase] = (src, [{dim: v} for v in typical[1:]], [{dim: v} for v in awkward], lm)
+            return src, [{dim: v} for v in typical[1:]], [{dim: v} for v in awkward], lm
+        lengths_of = {"prefill": prefill_seq, "decode": decode_past}
+        for phase in lengths_of:
+            phases[phase] = shapes_of(phase)
     record = {"name": name, "created": time.time(), "model": model.to_json(), "batch": batch,
               "greedy_shapes": list(greedy) if greedy else None, "phases": {}}
     for k, (phase, (src, extra, awkward, lm)) in enumerate(phases.items()):
@@ -177,6 +187,11 @@ def engine_import(model: Model, *, name: str, batch: int = 1, prefill_seq=None, 
             say(_k * 100 + int(100 * done / max(total, 1)), 100 * len(phases), f"{_phase}: {what}")
         got = service.import_problem(src, name=wl_name, overrides=extra or None, ops_dir=ops_dir,
                                      awkward=awkward, on_progress=progress)
+        if got.ok and phase == "decode" and greedy and _uncovered(Path(got.path), greedy):
+            # the greedy steps' units did not share one: capture every step instead
+            src, extra, awkward, lm = shapes_of(phase, every_step=True)
+            got = service.import_problem(src, name=wl_name, overrides=extra or None, ops_dir=ops_dir,
+                                         awkward=awkward, on_progress=progress)
         if not got.ok:
             failure = got.failure.to_json() if got.failure else {}
             raise EngineError(f"{phase}: the import failed: {failure.get('reason') or 'unknown reason'}", failure)
@@ -189,6 +204,17 @@ def engine_import(model: Model, *, name: str, batch: int = 1, prefill_seq=None, 
     record["seconds"] = round(time.monotonic() - started, 1)
     store.save(record, ops_dir)
     return record
+
+
+def _uncovered(path: Path, greedy) -> list[int]:
+    """The greedy check's decode lengths that the import at ``path`` neither captured nor
+    serves through a shared unit."""
+    from kernels.graph.workload import Imported
+    imp = Imported(path)
+    have = {int(s["dims"]["PAST"]) for s in imp.meta["shapes"]}
+    ranges = [(r["lo"], r["hi"]) for r in imp.ranges() if r["dim"] == "PAST"]
+    prompt, steps = int(greedy[0]), int(greedy[1])
+    return [p for p in range(prompt, prompt + steps) if p not in have and not any(lo <= p <= hi for lo, hi in ranges)]
 
 
 def phase_summary(path: Path) -> dict:
@@ -211,6 +237,8 @@ def phase_summary(path: Path) -> dict:
         "arena": {k: arena.get(k) for k in ("floats", "bytes", "floats_no_reuse", "bytes_no_reuse")}
                  | {"shapes": [{"dims": a.get("dims"), "bytes": a.get("bytes"), "bytes_no_reuse": a.get("bytes_no_reuse"),
                                 "buffers": len(a.get("buffers", []))} for a in arena.get("shapes", [])]},
+        # units shared by a range of lengths: the phase runs at every length in lo..hi
+        "ranges": [{k: r[k] for k in ("dim", "lo", "hi")} for r in arena.get("shared") or []],
     }
 
 
@@ -347,12 +375,19 @@ def engine_greedy(name: str, *, steps: int | None = None, prompt: int | None = N
         wl, imp, src, params = calls[phase]
         dim = PHASE_DIM[phase]
         match = [k for k, s in enumerate(imp.meta["shapes"]) if int(s["dims"][dim]) == length]
-        if not match:
-            lengths = sorted(int(s["dims"][dim]) for s in imp.meta["shapes"])
-            raise EngineError(f"the {phase} engine was not imported at {dim.lower()}={length} (it has {lengths})")
-        k = match[0]
+        if match:
+            k = match[0]
+            dims = imp.meta["shapes"][k]["dims"]
+        else:   # a length inside a shared unit's range (docs/engine.md, "Any cache length")
+            ranges = [r for r in imp.ranges() if r["dim"] == dim and r["lo"] <= length <= r["hi"]]
+            if not ranges:
+                lengths = sorted(int(s["dims"][dim]) for s in imp.meta["shapes"])
+                spans = [f"{r['lo']}..{r['hi']}" for r in imp.ranges() if r["dim"] == dim]
+                raise EngineError(f"the {phase} engine was not imported at {dim.lower()}={length} (it has "
+                                  f"{lengths}" + (f" and every length in {', '.join(spans)}" if spans else "") + ")")
+            k = ranges[0]["members"][0]
+            dims = {**imp.meta["shapes"][k]["dims"], dim: length}
         _, weights = imp.shape(k)
-        dims = imp.meta["shapes"][k]["dims"]
         out = call_kernel(src, params, wl, "cpu", arrays={**weights, **arrays}, dims=dims)
         shape = Shape(tuple((d, int(dims[d])) for d in wl.shape_dims))
         assert set(out) == set(wl.out_shapes(shape))

@@ -16,6 +16,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kernels.graph import capture as cap
 from kernels.graph import check, inputs, problem, store
 from kernels.graph.ir import Graph
@@ -148,7 +150,8 @@ def import_problem(source: str, *, name: str | None = None, overrides=None, ops_
     dims, dim_values = _dims(int_consts, shapes, first.graph)
     graphs = [s[2].graph for s in shapes]
     try:
-        prog = program.generate_multi(graphs, dim_values, dims, title=name or "imported problem")
+        prog = program.generate_multi(graphs, dim_values, dims, title=name or "imported problem",
+                                      param_digests=[params_digest(s[2].params) for s in shapes])
     except Exception as exc:
         return ImportResult(False, failure=_fail("codegen", f"the code generator failed: {type(exc).__name__}: {exc}"))
     smallest = min(range(len(shapes)), key=lambda k: sum(math.prod(t.shape) for t in graphs[k].inputs))
@@ -180,6 +183,18 @@ def import_problem(source: str, *, name: str | None = None, overrides=None, ops_
     summary["shapes"] = [{"role": s["role"], "dims": s["dims"]} for s in meta["shapes"]]
     summary["groups"] = [{k: g[k] for k in ("id", "family", "form", "members", "domain")} for g in prog.groups]
     return ImportResult(True, name, dig, str(path), summary)
+
+
+def params_digest(params: dict) -> str:
+    """A digest of a capture's params (names, shapes and bytes): shapes that share a generated
+    unit must have been fed the same ones (kernels.codegen.dynamic)."""
+    import hashlib
+    h = hashlib.sha256()
+    for k in sorted(params):
+        a = np.ascontiguousarray(params[k])
+        h.update(f"{k}:{a.dtype}:{a.shape};".encode())
+        h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
 
 
 def _label(ov: dict) -> str:

@@ -81,8 +81,54 @@ class Imported:
         return {f"out{k}": o for k, o in enumerate(outs)}
 
     def out_shapes(self, shape: Shape) -> dict:
-        graph, _ = self.shape(self.index_of(shape))
+        try:
+            graph, _ = self.shape(self.index_of(shape))
+        except ValueError:
+            return self.shared(shape)[1]
         return {f"out{k}": graph.shape_of(o) for k, o in enumerate(graph.outputs)}
+
+    def ranges(self) -> list[dict]:
+        """The shared units' ranges (kernels.codegen.dynamic): {"dim", "lo", "hi", "members"}."""
+        return list((self.meta.get("arena") or {}).get("shared") or [])
+
+    def range_shapes(self, r: dict) -> dict:
+        """The shapes of the inputs and outputs over a shared unit's range ``r``: {"inputs": {name:
+        [[slope, intercept] per axis]}, "outputs": {...}}, each axis ``slope * d + intercept``
+        exactly at every member. ValueError where one is not."""
+        xs = [self.shapes[k].as_dict()[r["dim"]] for k in r["members"]]
+        graphs = [self.shape(k)[0] for k in r["members"]]
+        out = {"inputs": [{t.name: t.shape for t in g.inputs} for g in graphs],
+               "outputs": [self.out_shapes(self.shapes[k]) for k in r["members"]]}
+        fitted = {}
+        for kind, per_member in out.items():
+            fitted[kind] = {}
+            for name in per_member[0]:
+                axes = []
+                for ax in range(len(per_member[0][name])):
+                    ys = [int(m[name][ax]) for m in per_member]
+                    slope, rem = divmod(ys[-1] - ys[0], xs[-1] - xs[0])
+                    if rem or any(y != ys[0] + slope * (x - xs[0]) for x, y in zip(xs, ys)):
+                        raise ValueError(f"{self.meta['name']}: {name}'s shape is not affine in {r['dim']}")
+                    axes.append([slope, ys[0] - slope * xs[0]])
+                fitted[kind][name] = axes
+        return fitted
+
+    def shared(self, shape: Shape) -> tuple[int, dict]:
+        """For a shape inside a shared unit's range but not captured: (a member whose params
+        it takes: the members' are identical, and its outputs' shapes). ValueError outside
+        every range."""
+        want = shape.as_dict()
+        for r in self.ranges():
+            fixed = {d: v for d, v in self.shapes[r["members"][0]].as_dict().items() if d != r["dim"]}
+            if any(want.get(d) != v for d, v in fixed.items()) or not r["lo"] <= want.get(r["dim"], -1) <= r["hi"]:
+                continue
+            at = want[r["dim"]]
+            outs = self.range_shapes(r)["outputs"]
+            return r["members"][0], {n: tuple(a * at + b for a, b in axes) for n, axes in outs.items()}
+        spans = ", ".join(f"{r['dim']} {r['lo']}..{r['hi']}" for r in self.ranges())
+        raise ValueError(f"{self.meta['name']} was not imported at shape {shape} "
+                         f"(its shapes: {', '.join(str(s) for s in self.shapes)}"
+                         + (f"; its shared units serve {spans}" if spans else "") + ")")
 
     def cost(self, shape: Shape, key: str) -> float:
         return float(self.meta["shapes"][self.index_of(shape)][key])

@@ -105,3 +105,29 @@ def test_an_engine_short_of_its_approvals_or_absent_is_not_loaded(approved, tmp_
         library.load_engine("mini", root=approved(approvals=1, required=2))
     with pytest.raises(LibraryError, match="no promoted engine 'other'"):
         library.load_engine("other", root=tmp_path)
+
+
+def test_a_decode_step_runs_natively_at_a_length_only_its_shared_unit_serves(tiny_engine, tmp_path, monkeypatch):
+    """The tiny engine's decode was captured after 1, 2, 3, 7 and 8 positions; 3..8 share one
+    unit. In process, a step after 5 (never captured) runs through that unit, as the model."""
+    from kernels import workloads
+    from kernels.engine import release
+    from tests.engine.conftest import TINY
+    monkeypatch.delenv("INT21_LIBRARY_KEY", raising=False)
+    chosen = {p: workloads.get(i["workload"]).template("cpu").seeds()[0] for p, i in tiny_engine["phases"].items()}
+    rel = release.release("tiny", chosen)
+    assert [(r["dim"], r["lo"], r["hi"]) for r in rel.manifest["phases"]["decode"]["ranges"]] == [("PAST", 3, 8)]
+    m = {**rel.manifest, "version": 1, "proposal": {"required_approvals": 1},
+         "approvals": [{"reviewer": "r0", "verdict": "approve"}]}
+    library.write_engine_version(m, rel.sources, rel.weights, tmp_path)
+    eng = library.load_engine("tiny", root=tmp_path)
+    assert eng.phases["decode"].ranges() == [{"dim": "PAST", "lo": 3, "hi": 8}]
+    lm = DecoderLM(TINY).eval()
+    kv = np.random.default_rng(0).standard_normal((TINY.layers, 2, 1, TINY.kv_heads, 5, TINY.head_dim)).astype(np.float32)
+    step, rows = eng.decode(np.array([7]), kv)
+    with torch.inference_mode():
+        want_step, want_rows = lm.decode(lm.embed(torch.tensor([[7]])), torch.from_numpy(kv))
+    np.testing.assert_allclose(step, want_step.numpy(), atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(rows, want_rows.numpy(), atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match=r"every PAST in 3\.\.8"):
+        eng.decode(np.array([7]), kv[:, :, :, :, :0])        # an empty cache: below every shape and range

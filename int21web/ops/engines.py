@@ -262,6 +262,8 @@ def engine_view(row: m.Engine) -> dict:
         phases[phase] = {
             "workload": info["workload"], "shapes": [s["dims"][_DIM.get(phase)] if _DIM.get(phase) else s["dims"]
                                                      for s in info["shapes"]],
+            # lengths served by a shared unit besides the captured ones (kernels.codegen.dynamic)
+            "ranges": info.get("ranges") or [],
             "groups": info["groups"], "families": info["families"], "knobs": info["knobs"],
             "source_bytes": info["source_bytes"], "arena": {k: info["arena"][k] for k in ("bytes", "bytes_no_reuse")},
             "validation": (rec.get("validation") or {}).get(phase),

@@ -84,6 +84,7 @@ def test_the_engine_page_draws_the_graph_and_the_arena_and_links_the_phases(peop
         assert f'id="graph-data-{phase}"' in html and f'id="arena-data-{phase}"' in html
         assert f'id="cost-data-{phase}"' in html
     assert "Validation: ok" in html
+    assert "runs at every past in <code>3..8</code>" in html
     assert "1.50x onnxruntime" in html and 'id="speed-data"' in html
     graph = json.loads(html.split('id="graph-data-decode" type="application/json">')[1].split("</script>")[0])
     assert any(t["name"].startswith("group ") for t in graph["data"][1:])      # drawn by fusion group
@@ -94,7 +95,8 @@ def test_the_engine_page_draws_the_graph_and_the_arena_and_links_the_phases(peop
     api = client_for(people["vic"]).get("/api/engines/tiny")
     assert api.status_code == 200
     body = api.json()
-    assert sorted(body["phases"]["decode"]["shapes"]) == list(range(1, 9))
+    assert sorted(body["phases"]["decode"]["shapes"]) == [1, 2, 3, 7, 8]
+    assert body["phases"]["decode"]["ranges"] == [{"dim": "PAST", "lo": 3, "hi": 8}]
     assert body["phases"]["decode"]["best"]["speedup"]["onnxruntime"] == 1.5
     assert body["phases"]["prefill"]["validation"]["status"] == "ok"
     assert [e["name"] for e in client_for(people["vic"]).get("/api/engines").json()] == ["tiny"]

@@ -14,9 +14,10 @@ keyed library (``INT21_LIBRARY_KEY``) its signature must verify — before anyth
 loaded. Each phase is its own shared object (its entry point is ``kernel``), loaded with
 ``RTLD_LOCAL``.
 
-A phase runs at the shapes it was imported and judged at (a captured graph is specialised to
-its shape, docs/engine.md open question 1): a call picks the shape whose activations match the
-arrays it is given, and anything else is a ValueError naming the shapes there are.
+A phase runs at the shapes it was imported and judged at, and at every length inside a range
+one shared unit serves (kernels.codegen.dynamic; the manifest's ``ranges``, each activation's
+shape affine in the length): a call picks the shape or range whose activations match the
+arrays it is given, and anything else is a ValueError naming the shapes and ranges there are.
 """
 from __future__ import annotations
 

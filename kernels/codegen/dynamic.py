@@ -74,6 +74,18 @@ def _line(text: str, pos: int) -> str:
     return text[text.rfind("\n", 0, pos) + 1:end if end >= 0 else len(text)]
 
 
+def affine(xs: list, ys: list) -> tuple[int, int] | None:
+    """Integers (a, b) with ``y == a * x + b`` at every point (fitted on the smallest and the
+    largest x, the others checked), or None. The xs must be distinct."""
+    lo = min(range(len(xs)), key=xs.__getitem__)
+    hi = max(range(len(xs)), key=xs.__getitem__)
+    a, rem = divmod(ys[hi] - ys[lo], xs[hi] - xs[lo])
+    b = ys[lo] - a * xs[lo]
+    if rem or any(y != a * x + b for x, y in zip(xs, ys)):
+        return None
+    return a, b
+
+
 def fit(texts: list, values: list, *, arena_define: str = "ARENA_VALUES"):
     """The affine fit of the literals of ``texts`` (units, prefix masked) over ``values`` of
     the dim, or None where they do not share a unit: {position: (a, b)} for the varying ones."""
@@ -82,21 +94,16 @@ def fit(texts: list, values: list, *, arena_define: str = "ARENA_VALUES"):
     split = [_literals(t) for t in texts]
     if any(s[0] != split[0][0] for s in split[1:]):
         return None
-    lo = min(range(len(values)), key=values.__getitem__)
-    hi = max(range(len(values)), key=values.__getitem__)
-    text0, spans0 = texts[lo], split[lo][1]
+    text0, spans0 = texts[0], split[0][1]
     fits = {}
     for pos in range(len(spans0)):
         vals = [s[1][pos][2] for s in split]
         if len(set(vals)) == 1:
             continue
-        da, dd = vals[hi] - vals[lo], values[hi] - values[lo]
-        if da % dd:
+        ab = affine(values, vals)
+        if ab is None:
             return None
-        a = da // dd
-        b = vals[lo] - a * values[lo]
-        if any(v != a * d + b for v, d in zip(vals, values)):
-            return None
+        a, b = ab
         line = _line(text0, spans0[pos][0])
         if line.lstrip().startswith("#") and (arena_define not in line or a < 0):
             return None   # fixed at compile time; the arena's size is taken at hi, so it must grow with d

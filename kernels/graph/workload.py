@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kernels.codegen.dynamic import affine
 from kernels.graph import inputs as inp
 from kernels.graph import interpreter, store
 from kernels.spec import (Arg, Baseline, Constraint, DesignSpace, Param, Shape, ShapeSets, Template,
@@ -105,11 +106,10 @@ class Imported:
             for name in per_member[0]:
                 axes = []
                 for ax in range(len(per_member[0][name])):
-                    ys = [int(m[name][ax]) for m in per_member]
-                    slope, rem = divmod(ys[-1] - ys[0], xs[-1] - xs[0])
-                    if rem or any(y != ys[0] + slope * (x - xs[0]) for x, y in zip(xs, ys)):
+                    ab = affine(xs, [int(m[name][ax]) for m in per_member])
+                    if ab is None:
                         raise ValueError(f"{self.meta['name']}: {name}'s shape is not affine in {r['dim']}")
-                    axes.append([slope, ys[0] - slope * xs[0]])
+                    axes.append(list(ab))
                 fitted[kind][name] = axes
         return fitted
 

@@ -152,6 +152,8 @@ def table(report: dict) -> str:
     if probes:
         peak, copy = _limits(probes)
         lines.append(f"roofline probe in this run: FMA peak {peak:.0f} GFLOP/s, copy {copy:.1f} GB/s")
+    if report.get("omp_wait") == "default":
+        lines.append("idle OpenMP threads: libgomp's default (they spin a while), not the harness's passive policy")
         for c in report["cases"]:
             r = c.get("roofline") or {}
             if c.get("phase") == "prefill" and "pct_of_peak_flops_in_run" in c:
@@ -181,12 +183,19 @@ def main(argv=None) -> int:
     ap.add_argument("--max-calls", type=int, default=None)
     ap.add_argument("--timing-budget", type=float, default=None, help="seconds of timing per session")
     ap.add_argument("--ops", help="the ops store for the engine's imports (default: a fresh temporary one)")
+    ap.add_argument("--omp-wait", choices=("passive", "default"), default="passive",
+                    help="idle OpenMP threads in the timing children: passive (the harness's: they sleep at "
+                         "once) or default (libgomp's, as a serving process runs: they spin a while); for "
+                         "every engine and peer alike")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     args.min_calls = args.min_calls or (5 if args.tiny else 15)
     args.max_calls = args.max_calls or (20 if args.tiny else 60)
     args.timing_budget = args.timing_budget or (0.5 if args.tiny else 5.0)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    if args.omp_wait == "default":
+        from kernels.harness import sandbox
+        sandbox.OMP_WAIT_POLICY = None
     ops = Path(args.ops or tempfile.mkdtemp(prefix="bench-engine-ops-"))
     ops.mkdir(parents=True, exist_ok=True)
     ops.chmod(0o755)                          # the timing children (other uids) read the stored problems
@@ -262,7 +271,7 @@ def main(argv=None) -> int:
     report = {
         "benchmark": "engine", "started": started.isoformat(timespec="seconds"), "tiny": args.tiny,
         "roofline_probe": probes,
-        "model": model.to_json(), "threads": args.threads, "cpus": os.cpu_count(), "host": platform.node(),
+        "model": model.to_json(), "threads": args.threads, "omp_wait": args.omp_wait, "cpus": os.cpu_count(), "host": platform.node(),
         "versions": _versions(), "import_seconds": import_s, "budget": args.budget, "searches": searches,
         "tune_groups": args.tune_groups, "tuned": tuned,
         "engine": {"phases": {p: {k: v for k, v in info.items() if k in ("workload", "groups", "families", "knobs",

@@ -52,6 +52,15 @@ def test_sandbox_children_get_a_cupy_cache_they_can_write_after_dropping_to_nobo
     assert sandbox.minimal_env()["CUPY_CACHE_DIR"] == "/srv/cupy"
 
 
+def test_children_run_openmp_passive_unless_a_benchmark_asks_for_the_deployed_default(monkeypatch):
+    """Passive by default (an idle pool must not bill the next candidate); `bench engine
+    --omp-wait default` leaves it out for every child alike, as a serving process runs."""
+    from kernels.harness import sandbox
+    assert sandbox.minimal_env()["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setattr(sandbox, "OMP_WAIT_POLICY", None)
+    assert "OMP_WAIT_POLICY" not in sandbox.minimal_env()
+
+
 def test_the_processes_of_several_box_users_are_found_in_one_walk_of_proc():
     import os
     import subprocess

@@ -169,13 +169,13 @@ def engine_import(model: Model, *, name: str, batch: int = 1, prefill_seq=None, 
             lm = model.torch_model()
             extra_line = f"\n# Weights: the checkpoint {model.checkpoint.name}, sha256 {_weights_digest(lm)[:24]}\n"
         phases = {}
+        lengths_of = {"prefill": prefill_seq, "decode": decode_past}
 
         def shapes_of(phase, every_step=False):
             typical, awkward = phase_shapes(cfg, phase, lengths_of[phase], greedy, every_step=every_step)
             dim = PHASE_DIM[phase]
             src = problem_source(cfg, phase, batch=batch, **{dim.lower(): typical[0]}) + extra_line
             return src, [{dim: v} for v in typical[1:]], [{dim: v} for v in awkward], lm
-        lengths_of = {"prefill": prefill_seq, "decode": decode_past}
         for phase in lengths_of:
             phases[phase] = shapes_of(phase)
     record = {"name": name, "created": time.time(), "model": model.to_json(), "batch": batch,

@@ -170,3 +170,15 @@ def test_a_gpt2_style_block_written_elsewhere_imports_and_is_correct(engine_ops)
     assert phase["families"]["matmul"] >= 4 * 2 and phase["families"]["reduction"] >= 2 * 2 + 1   # per block
     report = service.engine_check("gpt2", seeds=1)
     assert report["forward"]["status"] == "ok", report["forward"]["reason"]
+
+
+def test_greedy_steps_are_all_captured_where_no_unit_is_shared(tmp_path, monkeypatch):
+    """Where the decode units do not share one (here: sharing switched off), the lengths between
+    the captured ones would have no unit: the import captures every greedy step instead."""
+    from kernels.codegen import dynamic
+    monkeypatch.setattr(dynamic, "find", lambda *a, **k: [])
+    mini = DecoderConfig(hidden=64, heads=4, kv_heads=2, ffn=128, layers=1, vocab=64, max_seq=9)
+    rec = service.engine_import(service.Model("decoder", mini), name="nosharing", greedy=(2, 6), ops_dir=tmp_path)
+    dec = rec["phases"]["decode"]
+    assert dec["ranges"] == []
+    assert {s["dims"]["PAST"] for s in dec["shapes"]} >= set(range(2, 8))

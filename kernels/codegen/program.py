@@ -22,7 +22,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from kernels.codegen import cmath, dynamic, registry
+from kernels.codegen import cmath, dynamic, registry, team
 from kernels.codegen.expr import NeedsBuffer
 from kernels.codegen.family import Ctx
 from kernels.codegen.partition import Group, Partition, Plan, partition
@@ -268,6 +268,10 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
     constraints = _unique(constraints)   # a FUSE bit's fused and unfused forms emit the same matmul constraints
     args = tuple([Arg(t.name, "in") for t in (*orig.inputs, *orig.params)] + [Arg(o, "out") for o in out_names])
     unit = _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, prefix)
+    if f"{prefix}team_threads" in unit.text:
+        params.append(Param("TEAM", "bool", default=1,
+                            help="1 runs every group inside one parallel region, spin barriers between "
+                                 "them (kernels/codegen/team.py); 0: each group opens its own regions"))
     source = render([unit], [""], params, helpers, args, title)
     summaries = _summaries(part, emitted)
     fused_costs = [c for grp, form, c, _, _ in emitted if form in (None, "fused")]
@@ -391,7 +395,7 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
     for g in part.groups:
         comment.append(f" *   g{g.id} {g.family:9s} {list(g.domain)}: {', '.join(g.members[:5])}"
                        + (" ..." if len(g.members) > 5 else "") + (f"  [{g.fuse}]" if g.fuse else ""))
-    lines, forms = [], {}
+    lines, forms, threads = [], {}, []
     for grp, form, code, uses, owner in emitted:
         sig, call = _signature(grp, uses, names, orig)
         fn = f"{prefix}g{grp.id}"
@@ -401,24 +405,45 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
         text.append("}")
         args_c = [names[v] if v not in offsets else f"arena + {offsets[v]}".replace("ARENA_VALUES", f"{prefix}ARENA_VALUES")
                   for v in call]
-        forms.setdefault(owner.id, []).append((form, "\n".join(text), f"{fn}({', '.join(args_c)});"))
-    calls = []
+        invoke = f"{fn}({', '.join(args_c)});"
+        try:
+            body = team.team_body(code.body)
+            text += [f"static void {fn}_team({sig}) {{"] + ["    " + ln if ln and not ln.startswith("#") else ln
+                                                          for ln in body.splitlines()] + ["}"]
+            together = f"{fn}_team({', '.join(args_c)});"
+        except team.NotTeam as exc:   # the whole group on thread 0, the team waiting
+            together = f"if (omp_get_thread_num() == 0) {invoke}   /* not in team form: {exc} */\n            i21_sync();"
+        threads += [p.name for p in code.params if p.name.endswith("THREADS")]
+        forms.setdefault(owner.id, []).append((form, "\n".join(text), invoke, together))
+    calls, team_calls = [], []
     for g in part.groups:
         if g.fuse:
-            by = {f: (t, c) for f, t, c in forms[g.id]}
+            by = {f: rest for f, *rest in forms[g.id]}
             lines += [f"#if {g.fuse}", by["fused"][0], "#else", by["unfused"][0], by["split"][0], "#endif", ""]
             calls += [f"#if {g.fuse}", "    " + by["fused"][1], "#else", "    " + by["unfused"][1],
                       "    " + by["split"][1], "#endif"]
+            team_calls += [f"#if {g.fuse}", "            " + by["fused"][2], "#else", "            " + by["unfused"][2],
+                           "            " + by["split"][2], "#endif"]
         else:
             lines += [forms[g.id][0][1], ""]
             calls.append("    " + forms[g.id][0][2])
+            team_calls.append("            " + forms[g.id][0][3])
     lines.append(f"#define {prefix}ARENA_VALUES {arena_floats}")
     lines += _max_function(f"{prefix}arena_scratch", scratch)
     lines.append(f"#define {prefix}ARENA_SCRATCH ({prefix}arena_scratch())")
     internal = {t.name: f"in_{t.name}" for t in (*orig.inputs, *orig.params)}
     sig = ", ".join(_decl(Arg(internal.get(a.name, a.name), a.kind)) for a in args if a.kind != "dim")
+    threads = list(dict.fromkeys(threads))
+    if threads and len(part.groups) > 1:
+        lines += _max_function(f"{prefix}team_threads", threads)
     lines.append(f"static void {prefix}run({sig}, float *restrict arena) {{")
     lines.append("    (void)arena;")
+    if threads and len(part.groups) > 1:
+        # the team form (kernels/codegen/team.py): one parallel region for every group
+        lines += ["#if TEAM", f"    const int team = (int){prefix}team_threads();", "    if (team > 1) {",
+                  "        i21_sync_begin();", "        #pragma omp parallel num_threads(team)", "        {"]
+        lines += team_calls
+        lines += ["        }", "        return;", "    }", "#endif"]
     lines += calls
     lines.append("}")
     return Unit(comment, "\n".join(lines), arena_floats, f"({prefix}ARENA_VALUES + {prefix}ARENA_SCRATCH)", prefix)
@@ -457,6 +482,8 @@ def render(units: list, dispatch: list, params, helpers, args, title: str = "") 
         if isinstance(default, int):
             lines += [f"#ifndef {p.name}", f"#define {p.name} {default}", "#endif"]
     lines += ["", cmath.library(helpers)]
+    if any("i21_sync()" in u.text for u in units):
+        lines.append(team.SYNC)
     for u in units:
         lines += [u.text, ""]
     lines += _max_function("i21_arena_floats", [u.scratch for u in units])

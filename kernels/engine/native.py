@@ -25,6 +25,7 @@ import ctypes
 import functools
 import os
 import re
+import threading
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from kernels import library, native
 from kernels.library import LibraryError
 
 ENGINE_SIGNED_FIELDS = ("kind", "engine", "version", "model", "phases", "weights", "approvals")
+_LOCKS: dict = {}   # library file (real path) → the lock its calls take
 _KINDS = {"in": ctypes.c_void_p, "out": ctypes.c_void_p, "dim": ctypes.c_int64, "f32": ctypes.c_float}
 
 
@@ -90,6 +92,9 @@ class EnginePhase:
 
     def __init__(self, name: str, info: dict, path, weights: dict[str, np.ndarray]):
         self.name, self.info, self.path = name, info, path
+        # one call at a time per library file: the program keeps its arena and its team's
+        # barrier (kernels/codegen/team.py) in static storage, shared by every caller
+        self._lock = _LOCKS.setdefault(os.path.realpath(path), threading.Lock())
         self.inputs = list(info["inputs"])
         self._lib = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
         self.raw = self._lib.kernel
@@ -190,7 +195,8 @@ class EnginePhase:
             for o, s, n in zip(out, out_shapes, self.outputs):
                 if type(o) is not np.ndarray or o.shape != s or o.dtype != np.float32 or not o.flags.c_contiguous:
                     raise ValueError(f"out {n} must be a contiguous float32 array of shape {list(s)}")
-        call(*[self._pointer(i, a) for i, a in enumerate((*arrays, *out))])
+        with self._lock:
+            call(*[self._pointer(i, a) for i, a in enumerate((*arrays, *out))])
         return out[0] if len(out) == 1 else out
 
 
@@ -256,7 +262,8 @@ class NativeEngine:
                 outs = [torch.empty(*s) if s else torch.empty(()) for s in out_shapes]   # the fastest here
             else:
                 outs = [torch.empty(s, dtype=torch.float32) for s in out_shapes]
-            call(*[t.data_ptr() for t in tensors], *[o.data_ptr() for o in outs])
+            with ph._lock:
+                call(*[t.data_ptr() for t in tensors], *[o.data_ptr() for o in outs])
             return outs[0] if len(outs) == 1 else tuple(outs)
 
         def _fake(*tensors):

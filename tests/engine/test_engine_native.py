@@ -52,6 +52,24 @@ def test_an_approved_engine_prefills_and_decodes_in_process_as_the_model_does(ap
         eng.prefill(np.zeros((1, 2), dtype=np.int64))           # seq 2 was never imported or judged
 
 
+def test_every_call_holds_its_library_files_lock(approved, lm, monkeypatch):
+    """The program's arena and its team's barrier are static: callers on several threads take
+    turns, through the ctypes call and the torch op alike, and two loads of one file share it."""
+    root = approved()
+    eng = library.load_engine("mini", root=root)
+    ph = eng._phase("prefill")
+    held, real_plan = [], ph.plan
+
+    def plan(*arrays):
+        call, outs = real_plan(*arrays)
+        return (lambda *ptrs: (held.append(ph._lock.locked()), call(*ptrs))[1]), outs
+    monkeypatch.setattr(ph, "plan", plan)
+    eng.prefill(np.array([[3, 17, 200]]))
+    eng.torch_op("prefill")(lm.embed(torch.tensor([[1, 2, 3, 4]])).detach())
+    assert held == [True, True] and not ph._lock.locked()
+    assert library.load_engine("mini", root=root)._phase("prefill")._lock is ph._lock
+
+
 def test_each_phase_is_a_torch_custom_op(approved, lm):
     eng = library.load_engine("mini", root=approved())
     op = eng.torch_op("prefill")

@@ -15,8 +15,8 @@ LOOP = """for (int64_t i = 0; i < 64; i++) {
 
 
 @pytest.mark.parametrize("body, why", [
-    (f"#pragma omp parallel num_threads(G1_THREADS)\n{{\n#pragma omp single\n{{ c[0] = 1.0f; }}\n}}\n", "single"),
-    (f"#pragma omp parallel num_threads(G1_THREADS)\n{{\n#pragma omp critical\n{{ c[0] += 1.0f; }}\n}}\n", "critical"),
+    ("#pragma omp parallel num_threads(G1_THREADS)\n{\n#pragma omp single\n{ c[0] = 1.0f; }\n}\n", "single"),
+    ("#pragma omp parallel num_threads(G1_THREADS)\n{\n#pragma omp critical\n{ c[0] += 1.0f; }\n}\n", "critical"),
     (f"#pragma omp parallel num_threads(G1_THREADS)\n{{\n#pragma omp for reduction(+:s)\n{LOOP}\n}}\n", "reduction"),
     (f"#pragma omp parallel for num_threads(G1_THREADS) reduction(+:s)\n{LOOP}\n", "reduction"),
     (f"#pragma omp parallel for num_threads(G1_THREADS) lastprivate(i)\n{LOOP}\n", "lastprivate"),

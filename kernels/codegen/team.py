@@ -139,7 +139,10 @@ def team_body(body: str) -> str:
         stmt = " ".join(text[pos:end].split())
         for piece in _split_statements(stmt):
             if not SAFE_LINE.match(piece):
-                raise NotTeam(f"every thread would run `{piece[:60]}` outside the parallel regions")
+                # the statement's first word only: the reason is a comment in the source, where a
+                # literal that varies with a shape would keep shapes from sharing a unit (dynamic.py)
+                first = re.match(r"[A-Za-z_]\w*|\S", piece).group()
+                raise NotTeam(f"every thread would run a `{first} ...` statement outside the parallel regions")
         out.append(text[pos:end])
         pos = end
     return "\n".join(x.rstrip("\n") for x in out if x is not None) + "\n"
@@ -228,14 +231,14 @@ def _clauses(text: str) -> list:
 
 
 def _strip_comments(text: str) -> str:
-    """Comments blanked (newlines kept); string and char literals left alone."""
+    """Comments dropped (a block comment's newlines kept); string and char literals left alone."""
     out, i, n = [], 0, len(text)
     while i < n:
         c = text[i]
         if text.startswith("/*", i):
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            out.append(" " + "\n" * text.count("\n", i, j))   # its length would vary with its literals
             i = j
         elif text.startswith("//", i):
             j = text.find("\n", i)

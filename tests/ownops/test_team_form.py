@@ -23,14 +23,14 @@ LOOP = """for (int64_t i = 0; i < 64; i++) {
     (f"#pragma omp parallel for num_threads(G1_THREADS) default(none)\n{LOOP}\n", "default"),
     (f"#pragma omp parallel for\n{LOOP}\n", "without num_threads"),
     (f"#pragma omp parallel for num_threads(next_count())\n{LOOP}\n", "not a name or a number"),
-    (f"c[0] = 0.0f;\n#pragma omp parallel for num_threads(G1_THREADS)\n{LOOP}\n", "c[0] = 0.0f"),
-    (f"float acc = 0.0f;\n#pragma omp parallel for num_threads(G1_THREADS)\n{LOOP}\n", "float acc"),
+    (f"c[0] = 0.0f;\n#pragma omp parallel for num_threads(G1_THREADS)\n{LOOP}\n", "`c ...`"),
+    (f"float acc = 0.0f;\n#pragma omp parallel for num_threads(G1_THREADS)\n{LOOP}\n", "`float ...`"),
     (f"for (int b = 0; b < 2; b++) {{\n#pragma omp parallel for num_threads(G1_THREADS)\n{LOOP}\n}}\n", "outside"),
     (f"#pragma omp parallel num_threads(G1_THREADS)\n{{\n#pragma omp parallel for num_threads(2)\n{LOOP}\n}}\n",
      "inside a parallel region"),
     (f"#pragma omp parallel num_threads(G1_THREADS)\n{{\n#pragma omp for\n#if X\n{LOOP}\n#endif\n}}\n", "preprocessor"),
     ("#pragma omp task\n{ c[0] = 1.0f; }\n", "outside a parallel region"),
-    ("static float *keep = 0;\n", "static float"),
+    ("static float *keep = 0;\n", "`static ...`"),
 ])
 def test_constructs_whose_meaning_would_change_are_refused(body, why):
     with pytest.raises(NotTeam, match=re.escape(why)):

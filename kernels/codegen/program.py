@@ -395,25 +395,31 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
     for g in part.groups:
         comment.append(f" *   g{g.id} {g.family:9s} {list(g.domain)}: {', '.join(g.members[:5])}"
                        + (" ..." if len(g.members) > 5 else "") + (f"  [{g.fuse}]" if g.fuse else ""))
-    lines, forms, threads = [], {}, []
+    lines, forms = [], {}
+    threads = list(dict.fromkeys(p.name for _, _, code, _, _ in emitted for p in code.params
+                                 if p.name.endswith("THREADS")))
+    teamed = bool(threads) and len(part.groups) > 1
     for grp, form, code, uses, owner in emitted:
         sig, call = _signature(grp, uses, names, orig)
         fn = f"{prefix}g{grp.id}"
         text = [code.functions] if code.functions else []
-        text.append(f"static void {fn}({sig}) {{")
-        text += ["    " + ln if ln and not ln.startswith("#") else ln for ln in code.body.splitlines()]
-        text.append("}")
+        plain = [f"static void {fn}({sig}) {{"] + ["    " + ln if ln and not ln.startswith("#") else ln
+                                                    for ln in code.body.splitlines()] + ["}"]
         args_c = [names[v] if v not in offsets else f"arena + {offsets[v]}".replace("ARENA_VALUES", f"{prefix}ARENA_VALUES")
                   for v in call]
         invoke = f"{fn}({', '.join(args_c)});"
         try:
+            if not teamed:
+                raise team.NotTeam("one group")
             body = team.team_body(code.body)
-            text += [f"static void {fn}_team({sig}) {{"] + ["    " + ln if ln and not ln.startswith("#") else ln
-                                                          for ln in body.splitlines()] + ["}"]
+            # one of the two forms is compiled (TEAM): the source doubles, the compile does not
+            text += ["#if TEAM", f"static void {fn}_team({sig}) {{"]
+            text += ["    " + ln if ln and not ln.startswith("#") else ln for ln in body.splitlines()]
+            text += ["}", "#else"] + plain + ["#endif"]
             together = f"{fn}_team({', '.join(args_c)});"
         except team.NotTeam as exc:   # the whole group on thread 0, the team waiting
+            text += plain
             together = f"if (omp_get_thread_num() == 0) {invoke}   /* not in team form: {exc} */\n            i21_sync();"
-        threads += [p.name for p in code.params if p.name.endswith("THREADS")]
         forms.setdefault(owner.id, []).append((form, "\n".join(text), invoke, together))
     calls, team_calls = [], []
     for g in part.groups:
@@ -422,29 +428,33 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
             lines += [f"#if {g.fuse}", by["fused"][0], "#else", by["unfused"][0], by["split"][0], "#endif", ""]
             calls += [f"#if {g.fuse}", "    " + by["fused"][1], "#else", "    " + by["unfused"][1],
                       "    " + by["split"][1], "#endif"]
-            team_calls += [f"#if {g.fuse}", "            " + by["fused"][2], "#else", "            " + by["unfused"][2],
-                           "            " + by["split"][2], "#endif"]
+            team_calls += [f"#if {g.fuse}", "        " + by["fused"][2], "#else", "        " + by["unfused"][2],
+                           "        " + by["split"][2], "#endif"]
         else:
             lines += [forms[g.id][0][1], ""]
             calls.append("    " + forms[g.id][0][2])
-            team_calls.append("            " + forms[g.id][0][3])
+            team_calls.append("        " + forms[g.id][0][3])
     lines.append(f"#define {prefix}ARENA_VALUES {arena_floats}")
     lines += _max_function(f"{prefix}arena_scratch", scratch)
     lines.append(f"#define {prefix}ARENA_SCRATCH ({prefix}arena_scratch())")
     internal = {t.name: f"in_{t.name}" for t in (*orig.inputs, *orig.params)}
     sig = ", ".join(_decl(Arg(internal.get(a.name, a.name), a.kind)) for a in args if a.kind != "dim")
-    threads = list(dict.fromkeys(threads))
-    if threads and len(part.groups) > 1:
-        lines += _max_function(f"{prefix}team_threads", threads)
+    if teamed:
+        # the team: the fewest threads any region asks for beyond one (a region may size
+        # per-thread scratch by its count; it runs correctly on fewer, never on more)
+        lines += [f"static int {prefix}team_threads(void) {{", "    int64_t m = 0, v;"]
+        lines += [f"    v = (int64_t)({t}); if (v > 1 && (m == 0 || v < m)) m = v;" for t in threads]
+        lines += ["    (void)v;", "    return m > 1 ? (int)m : 1;", "}"]
     lines.append(f"static void {prefix}run({sig}, float *restrict arena) {{")
     lines.append("    (void)arena;")
-    if threads and len(part.groups) > 1:
+    if teamed:
         # the team form (kernels/codegen/team.py): one parallel region for every group
-        lines += ["#if TEAM", f"    const int team = (int){prefix}team_threads();", "    if (team > 1) {",
-                  "        i21_sync_begin();", "        #pragma omp parallel num_threads(team)", "        {"]
+        lines += ["#if TEAM", "    i21_sync_begin();", f"    #pragma omp parallel num_threads({prefix}team_threads())",
+                  "    {"]
         lines += team_calls
-        lines += ["        }", "        return;", "    }", "#endif"]
-    lines += calls
+        lines += ["    }", "#else"] + calls + ["#endif"]
+    else:
+        lines += calls
     lines.append("}")
     return Unit(comment, "\n".join(lines), arena_floats, f"({prefix}ARENA_VALUES + {prefix}ARENA_SCRATCH)", prefix)
 

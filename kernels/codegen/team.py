@@ -22,9 +22,11 @@ OpenMP's barrier, where threads sleep.
 - outside the regions, only declarations of ``const`` locals, ``(void)`` casts, comments and
   preprocessor lines: every thread of the team runs them.
 
-A region runs in team form where the team has exactly its ``num_threads`` (a group's THREADS
-knob; it may size per-thread scratch by it) and more than one thread; otherwise, as it was, on
-thread 0, its region nested with one thread, the rest of the team waiting at the barrier after it. A group
+A region whose ``num_threads`` (a group's THREADS knob, known when the source is compiled) is
+above 1 runs in team form; the team is the fewest threads any region asks for beyond one, so a
+region never runs on more threads than it asked for (it may size per-thread scratch by its
+count). A region asking for one runs as it was, on thread 0, its region nested with one
+thread, the rest of the team waiting at the barrier after it. Only one of the two is compiled. A group
 without a team function runs, whole, on thread 0 (its own regions then run nested, with one
 thread). The program's TEAM knob switches the form off (:mod:`kernels.codegen.program`).
 """
@@ -172,9 +174,10 @@ def _region(directive: str, stmt: str) -> str:
         raise NotTeam("a region without num_threads")
     alone = (f"if (omp_get_thread_num() == 0) {{\n#pragma omp parallel{' for' if is_for else ''} "
              f"{' '.join(words[2:] if is_for else words[1:])}\n{stmt.rstrip()}\n}}\ni21_sync();\n")
-    # the team form only where the team is exactly the region's thread count: a group may size
-    # per-thread scratch by it (every thread of the team takes the same branch)
-    return f"if (({threads}) > 1 && omp_get_num_threads() == ({threads})) {{\n{team}}} else {{\n{alone}}}\n"
+    # chosen when compiled (the count is a knob): one loop of the two is built; the team never
+    # has more threads than a region asks for (program.py's team_threads), so scratch sized by
+    # the count is enough
+    return f"#if ({threads}) > 1\n{team}#else\n{alone}#endif\n"
 
 
 def _inner(stmt: str) -> str:

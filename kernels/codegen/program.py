@@ -408,18 +408,16 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
         args_c = [names[v] if v not in offsets else f"arena + {offsets[v]}".replace("ARENA_VALUES", f"{prefix}ARENA_VALUES")
                   for v in call]
         invoke = f"{fn}({', '.join(args_c)});"
-        try:
-            if not teamed:
-                raise team.NotTeam("one group")
-            body = team.team_body(code.body)
+        body, why = _team_body(code.body) if teamed else (None, None)
+        if body is not None:
             # one of the two forms is compiled (TEAM): the source doubles, the compile does not
             text += ["#if TEAM", f"static void {fn}_team({sig}) {{"]
             text += ["    " + ln if ln and not ln.startswith("#") else ln for ln in body.splitlines()]
             text += ["}", "#else"] + plain + ["#endif"]
             together = f"{fn}_team({', '.join(args_c)});"
-        except team.NotTeam as exc:   # the whole group on thread 0, the team waiting
+        else:   # the whole group on thread 0, the team waiting (unused without a team)
             text += plain
-            together = f"if (omp_get_thread_num() == 0) {invoke}   /* not in team form: {exc} */\n            i21_sync();"
+            together = f"if (omp_get_thread_num() == 0) {invoke}   /* not in team form: {why} */\n            i21_sync();"
         forms.setdefault(owner.id, []).append((form, "\n".join(text), invoke, together))
     calls, team_calls = [], []
     for g in part.groups:
@@ -457,6 +455,14 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
         lines += calls
     lines.append("}")
     return Unit(comment, "\n".join(lines), arena_floats, f"({prefix}ARENA_VALUES + {prefix}ARENA_SCRATCH)", prefix)
+
+
+def _team_body(body: str) -> tuple:
+    """(the group's team-function body, None), or (None, why it has none)."""
+    try:
+        return team.team_body(body), None
+    except team.NotTeam as exc:
+        return None, str(exc)
 
 
 def _max_function(name: str, exprs: list) -> list:

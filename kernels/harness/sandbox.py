@@ -77,9 +77,6 @@ class ProcessResult:
 # may set None before any child starts, to time as a serving process runs (libgomp's default:
 # idle threads spin a while, then sleep), and says so in its results; the product never does.
 OMP_WAIT_POLICY: str | None = "PASSIVE"
-# How long (libgomp's spins) an OpenMP thread that has just finished waits, spinning, before it
-# sleeps; set with the policy, in every child. None: the policy's own (0 when passive).
-GOMP_SPINCOUNT: str | None = None
 
 
 def minimal_env(extra: dict | None = None) -> dict:
@@ -100,7 +97,6 @@ def minimal_env(extra: dict | None = None) -> dict:
         # spinning torch pool would otherwise bill its CPU time to the candidate timed next
         # (a correct single-threaded kernel then looks like one with hidden threads).
         "OMP_WAIT_POLICY": OMP_WAIT_POLICY,
-        "GOMP_SPINCOUNT": GOMP_SPINCOUNT,
         # The same for OpenBLAS's own pthread pool (NumPy's matmul baseline): its workers
         # spin for 2^28 cycles after each call by default, so the candidate timed right
         # after a BLAS call shared the cores with them (and was billed their CPU time).
@@ -118,9 +114,8 @@ def minimal_env(extra: dict | None = None) -> dict:
     # nobody: every CUDA child then failed its set-up with "Permission denied".
     env.setdefault("CUPY_CACHE_DIR", _sandbox_cupy_cache())
     env.update(extra or {})
-    for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
-        if env.get(key) is None:
-            env.pop(key, None)
+    if env.get("OMP_WAIT_POLICY") is None:
+        env.pop("OMP_WAIT_POLICY", None)
     return env
 
 

@@ -34,6 +34,12 @@ __attribute__((noinline)) static float fma_chains(long n) {
         a0 = a0 * m + k; a1 = a1 * m + k; a2 = a2 * m + k; a3 = a3 * m + k;
         a4 = a4 * m + k; a5 = a5 * m + k; a6 = a6 * m + k; a7 = a7 * m + k;
         a8 = a8 * m + k; a9 = a9 * m + k; a10 = a10 * m + k; a11 = a11 * m + k;
+        /* No instruction: it only tells the compiler each chain's value is unknown here, so
+         * no two chains can be proved equal and merged. Without it GCC 12 at -O3 kept 8 of
+         * the 12 (a1 after one step equals a11's start), and the 12 counted below made the
+         * probe report 1.5x the cores' peak (tests/harness/test_roofline.py). */
+        __asm__("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5),
+                     "+x"(a6), "+x"(a7), "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11));
     }
     vf s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
     float t = 0;

@@ -15,6 +15,12 @@ from pathlib import Path
 from kernels.targets.base import cache_dir
 
 HERE = Path(__file__).parent
+CFLAGS = ("-O3", "-march=native", "-fopenmp")
+# Independent FMA chains per thread in roofline.c's fma_chains (its FLOP count assumes each
+# runs one FMA per iteration: tests/harness/test_roofline.py reads the compiled loop).
+CHAINS = 12
+# Cached ceilings are keyed by the probe's source too: a probe that changes measures again.
+PROBE_DIGEST = hashlib.sha256((HERE / "roofline.c").read_bytes()).hexdigest()[:16]
 # What the probes measure; each keeps the highest value seen (a busy host only lowers them).
 FIGURES = ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs")
 
@@ -22,7 +28,7 @@ FIGURES = ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs")
 def measure_cpu(cc: str = "gcc", extra_flags: tuple = ()) -> dict:
     with tempfile.TemporaryDirectory(prefix="int21-roof-") as tmp:
         exe = Path(tmp) / "roofline"
-        subprocess.run([cc, "-O3", "-march=native", "-fopenmp", *extra_flags, "-o", str(exe),
+        subprocess.run([cc, *CFLAGS, *extra_flags, "-o", str(exe),
                         str(HERE / "roofline.c")],
                        check=True, capture_output=True, timeout=120)
         out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=300).stdout
@@ -45,7 +51,7 @@ def measure_host(fingerprint: dict) -> dict:
 def cpu_ceilings(fingerprint: dict, refresh: bool = False) -> dict:
     """The host's ceilings. Measurements only ever err low (a busy host), so the cache keeps
     the highest value seen for each figure; ``refresh`` measures again and merges."""
-    key = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:16]
+    key = hashlib.sha256((json.dumps(fingerprint, sort_keys=True) + PROBE_DIGEST).encode()).hexdigest()[:16]
     path = cache_dir() / f"ceilings-cpu-{key}.json"
     old = {}
     if path.exists():

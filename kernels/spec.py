@@ -535,6 +535,12 @@ class Workload:
     # A generated program's fusion groups (summaries: id, family, form, knobs, fuse, signature),
     # for imported workloads; the lessons keyed by group signature read them (swarm/knowledge/groups.py).
     groups: tuple = ()
+    # How far a correct float32 implementation may be off on given inputs: ``(feeds, shape) ->
+    # {output: relative RMSE}`` (None: not known). The judge consults it only for an output
+    # that misses a relative-RMSE tolerance with finite values (kernels/harness/phases.py):
+    # an input whose answer swings on float32's rounding (near-ties under a sharp softmax)
+    # cannot hold any kernel to the tolerance. Imported workloads set it (kernels/graph/check.py).
+    sensitivity: Callable[[dict, Shape], dict] | None = None
 
     def __post_init__(self):
         if not self.shape_dims:

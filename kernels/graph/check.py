@@ -74,6 +74,38 @@ def derive_tolerance(graph: Graph) -> Tolerance:
     return Tolerance(atol=float(f"{1e-5 * widen:.3g}"), rtol=float(f"{2e-5 * widen:.3g}"))
 
 
+UNIT_ROUNDOFF = 2.0 ** -24
+SENSITIVITY_TRIALS = 2
+
+
+def sensitivity(graph: Graph, feeds: dict, *, trials: int = SENSITIVITY_TRIALS, seed: int = 0) -> list[float]:
+    """Per output, how far the float64 result moves (relative RMSE, the largest over
+    ``trials``) when every input and weight is scaled by 1 + u * sqrt(k) * N(0, 1), with u
+    float32's unit roundoff and k the graph's longest accumulation: a float32 kernel's own
+    rounding, read as a perturbation of its data (the backward-error view; a sum of k terms
+    in float32 errs like u * sqrt(k)). On well-conditioned inputs this is a few u; where a tiny
+    change swings the answer (two top scores within rounding of each other under a softmax
+    sharpened 1000x), it is as large as that swing, which no float32 kernel can avoid."""
+    rng = np.random.default_rng(seed)
+    scale = UNIT_ROUNDOFF * math.sqrt(stats(graph).max_k)
+    base = [np.asarray(o, dtype=np.float64) for o in interpreter.run(graph, feeds)]
+    worst = [0.0] * len(base)
+    for _ in range(trials):
+        moved = {}
+        for name, v in feeds.items():
+            a = np.asarray(v)
+            moved[name] = a.astype(np.float64) * (1.0 + scale * rng.standard_normal(a.shape)) \
+                if a.dtype.kind == "f" else a
+        with np.errstate(all="ignore"):
+            outs = interpreter.run(graph, moved)
+        for k, (o, b) in enumerate(zip(outs, base)):
+            fin = np.isfinite(b)
+            den = math.sqrt(float(np.mean(np.where(fin, b, 0.0) ** 2))) if b.size else 0.0
+            num = math.sqrt(float(np.mean(np.where(fin, np.asarray(o, np.float64) - b, 0.0) ** 2))) if b.size else 0.0
+            worst[k] = max(worst[k], num / den if den > 0 else (0.0 if num == 0 else math.inf))
+    return worst
+
+
 def loosened(tol: Tolerance, factor: float) -> Tolerance:
     return Tolerance(atol=tol.atol * factor, rtol=tol.rtol * factor,
                      rel_rmse=None if tol.rel_rmse is None else tol.rel_rmse * factor)

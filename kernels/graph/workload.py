@@ -81,6 +81,16 @@ class Imported:
         outs = interpreter.run(graph, feeds)
         return {f"out{k}": o for k, o in enumerate(outs)}
 
+    def sensitivity(self, feeds: dict, shape: Shape) -> dict:
+        """check.sensitivity at a captured shape, by output name ({} elsewhere: a length only
+        a shared unit serves has no graph of its own here)."""
+        from kernels.graph import check
+        try:
+            graph, _ = self.shape(self.index_of(shape))
+        except ValueError:
+            return {}
+        return {f"out{k}": v for k, v in enumerate(check.sensitivity(graph, feeds))}
+
     def out_shapes(self, shape: Shape) -> dict:
         try:
             graph, _ = self.shape(self.index_of(shape))
@@ -160,6 +170,7 @@ def build(path: Path) -> Workload:
         tolerance=Tolerance(atol=tol["atol"], rtol=tol["rtol"], rel_rmse=tol.get("rel_rmse")),
         make_inputs=imp.make_inputs,
         reference=imp.reference,
+        sensitivity=imp.sensitivity,
         flops=lambda s: imp.cost(s, "flops"),
         bytes_moved=lambda s: imp.cost(s, "bytes"),
         out_shapes=imp.out_shapes,

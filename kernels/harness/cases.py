@@ -51,6 +51,7 @@ class Case:
     reference: dict | None = None                  # full float64 reference of `inputs` (small cases)
     view: "View | None" = None                     # large cases: the reordered base set
     reports: dict = field(default_factory=dict)
+    sensitivity: dict | None = None                # see sensitivity() below, once asked
 
     def label(self) -> str:
         kind = {"timed": "the timed shape", "typical": "typical shape"}.get(self.kind, self.kind)
@@ -171,6 +172,21 @@ def base_set(wl: Workload, shape: Shape, distribution: str, index: int = 0) -> B
     _BASES[key] = hit   # most recently used last
     _trim()
     return hit
+
+
+def sensitivity(wl: Workload, case: Case) -> dict:
+    """``wl.sensitivity`` of the case's own data (kernels.spec.Workload.sensitivity), by output
+    name, computed once per case in a memory-limited child like its reference ({} where the
+    workload does not know it)."""
+    if wl.sensitivity is None:
+        return {}
+    if case.sensitivity is None:
+        data = case.view.base if case.view is not None else case
+        feeds, shape = {**data.inputs, **data.scalars}, case.shape
+        case.sensitivity = build.in_child(lambda: {n: float(v) for n, v in wl.sensitivity(feeds, shape).items()},
+                                          budget=build.budget_for(2 * footprint_bytes(wl, shape)),
+                                          what=f"the float32 sensitivity of {wl.name} at {shape}")
+    return case.sensitivity
 
 
 def _trim() -> None:

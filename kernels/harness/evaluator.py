@@ -153,8 +153,11 @@ class Evaluator:
         large = self._large_cases(wl, shape, ctx.rng)
         run = phases.correctness(ctx, small, large)
         n = len(small) + len(large)
+        ill = [f"{c.label()} ({r['ill_conditioned']['note']})" for c in small + large
+               for r in c.reports.values() if r.get("ill_conditioned")]
         stages.append(Stage("correctness", "passed" if run.verdict is None else "failed", time.monotonic() - t0,
-                            run.verdict[1] if run.verdict else f"{n} cases passed ({tol.describe()})",
+                            run.verdict[1] if run.verdict else f"{n} cases passed ({tol.describe()})"
+                            + (f"; {len(ill)} ill-conditioned: {'; '.join(ill)}" if ill else ""),
                             {"cases": run.rows, **run.details}))
         if run.verdict:
             return finish(run.verdict[0], run.verdict[1], resources=resources)

@@ -232,12 +232,15 @@ def in_memory(name: str, graph, params: dict, folder: Path, *, distributions=("m
 
     def ref(feeds, s):
         return {f"out{k}": o for k, o in enumerate(interpreter.run(graph, feeds))}
+
+    def sensitivity(feeds, s):
+        return {f"out{k}": v for k, v in enumerate(check.sensitivity(graph, feeds))}
     from kernels.graph.service import cost
     flops, nbytes = cost(graph)
     return Workload(
         name=name, description=f"{name} (in memory)", args=prog.args, shapes=ShapeSets((shape,), (shape,), ()),
         distributions=tuple(distributions), tolerance=tolerance or check.derive_tolerance(graph),
-        make_inputs=make, reference=ref, flops=lambda s: flops, bytes_moved=lambda s: nbytes,
+        make_inputs=make, reference=ref, sensitivity=sensitivity, flops=lambda s: flops, bytes_moved=lambda s: nbytes,
         out_shapes=lambda s: {f"out{k}": graph.shape_of(o) for k, o in enumerate(graph.outputs)},
         templates={"cpu": Template("cpu", {"generated": "kernel.c"}, prog.space, folder=folder)},
         shape_dims=tuple(d for d, _ in shape.dims), groups=tuple(prog.groups))

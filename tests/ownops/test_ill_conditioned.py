@@ -81,3 +81,15 @@ def test_the_sensitivity_is_float32_rounding_on_clean_data_and_large_at_a_near_t
     tie = {**feeds, "q": np.asarray(30 * q, np.float32), "k": np.asarray(30 * k, np.float32)}
     sharp = max(check.sensitivity(graph, tie))
     assert sharp > 100 * clean and sharp > 1e-5, (clean, sharp)
+
+
+def test_a_fusion_group_tuned_alone_knows_its_sensitivity_too(imported, tmp_path):
+    """The in-memory workloads that tune one group of an engine alone are judged the same way."""
+    got = imported("attention_decode_gqa")
+    from kernels.graph.workload import Imported, in_memory
+    imp = Imported(got.path)
+    graph, params = imp.shape(0)
+    wl = in_memory("gqa_alone", graph, params, tmp_path)
+    shape = wl.shapes.typical[0]
+    sens = wl.sensitivity(wl.make_inputs(shape, "model", 1), shape)
+    assert set(sens) == {"out0"} and 0 < sens["out0"] < 1e-5

@@ -23,7 +23,7 @@ import numpy as np
 from kernels.graph import interpreter, opset
 from kernels.graph.ir import Graph
 from kernels.harness import build
-from kernels.harness.verify import compare
+from kernels.harness.verify import compare, relative_rmse
 from kernels.spec import Tolerance
 
 ACCUMULATING = {"matmul", "attention", "sum", "mean", "var", "prod", "cumsum", "cumprod"}
@@ -99,10 +99,7 @@ def sensitivity(graph: Graph, feeds: dict, *, trials: int = SENSITIVITY_TRIALS, 
         with np.errstate(all="ignore"):
             outs = interpreter.run(graph, moved)
         for k, (o, b) in enumerate(zip(outs, base)):
-            fin = np.isfinite(b)
-            den = math.sqrt(float(np.mean(np.where(fin, b, 0.0) ** 2))) if b.size else 0.0
-            num = math.sqrt(float(np.mean(np.where(fin, np.asarray(o, np.float64) - b, 0.0) ** 2))) if b.size else 0.0
-            worst[k] = max(worst[k], num / den if den > 0 else (0.0 if num == 0 else math.inf))
+            worst[k] = max(worst[k], relative_rmse(o, b))
     return worst
 
 

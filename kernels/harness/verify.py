@@ -14,6 +14,16 @@ def input_digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float32).view(np.uint8)).hexdigest()
 
 
+def relative_rmse(out: np.ndarray, ref: np.ndarray) -> float:
+    """RMS of ``out - ref`` over the RMS of ``ref``, both where ``ref`` is finite (the plain
+    RMS of the difference where ``ref`` is all zero)."""
+    ref_finite = np.isfinite(ref)
+    with np.errstate(invalid="ignore", over="ignore"):
+        num = np.sqrt(np.mean(np.where(ref_finite, (np.asarray(out, np.float64) - ref) ** 2, 0.0))) if ref.size else 0.0
+        den = np.sqrt(np.mean(np.where(ref_finite, ref ** 2, 0.0))) if ref.size else 1.0
+    return float(num / den) if den > 0 else float(num)
+
+
 def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, prepared: "Prepared | None" = None) -> dict:
     """A report with ``passed`` and the evidence: max errors, bad count, first bad index.
 
@@ -40,9 +50,7 @@ def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance, prepared: "Prepare
     report["max_rel_err"] = float(np.where(np.abs(ref) > tol.atol, rel, 0.0).max()) if diff.size else 0.0
     report["nonfinite"] = int(bad_nonfinite.sum() + special_bad.sum())
     if tol.rel_rmse is not None:
-        num = np.sqrt(np.mean(np.where(ref_finite, (out64 - ref) ** 2, 0.0))) if ref.size else 0.0
-        den = np.sqrt(np.mean(np.where(ref_finite, ref ** 2, 0.0))) if ref.size else 1.0
-        rrmse = float(num / den) if den > 0 else float(num)
+        rrmse = relative_rmse(out64, ref)
         report["rel_rmse"] = rrmse
         passed = report["nonfinite"] == 0 and np.isfinite(rrmse) and rrmse <= tol.rel_rmse
         bad = bad_nonfinite | special_bad

@@ -135,6 +135,10 @@ class Param:
     choices: tuple = ()
     default: object = None
     help: str = ""
+    # where the knob has any effect, as a constraint expression over the other params
+    # ("G3_ALGO == 1": a packed GEMM's micro-tile rows mean nothing to its dot tiles); empty:
+    # everywhere. Searches that move one knob at a time skip it where it is dead.
+    when: str = ""
 
     def __post_init__(self):
         if not self.name.isidentifier() or not self.name.isupper():
@@ -145,6 +149,8 @@ class Param:
             raise SpecError(f"param {self.name}: empty range {self.low}..{self.high} step {self.step}")
         if self.kind in ("choice", "variant") and not self.choices:
             raise SpecError(f"param {self.name}: a {self.kind} needs at least one choice")
+        if self.when:
+            Constraint(self.when)   # parsed now: a malformed condition is the space's error, not the search's
 
     def values(self) -> list:
         if self.kind == "int":
@@ -178,7 +184,16 @@ class Param:
         d["default"] = self.default_value()
         if self.help:
             d["help"] = self.help
+        if self.when:
+            d["when"] = self.when
         return d
+
+    def live(self, point: Mapping[str, object]) -> bool:
+        """Whether this knob has any effect at ``point`` (its ``when`` holds, or it has none)."""
+        if not self.when:
+            return True
+        cond = _condition(self.when)
+        return any(n not in point for n in cond.names) or cond.evaluate(point)
 
 
 _BINOPS = {
@@ -399,6 +414,27 @@ class DesignSpace:
                 return None
         return out
 
+    def neighbours(self, point: Mapping[str, object], shapes: Iterable[Shape] = (),
+                   rng: random.Random | None = None, frozen: Iterable[str] = ()) -> list[dict]:
+        """The legal points one knob away from ``point``: every other value of each knob that
+        is live there (:meth:`Param.live`) and not ``frozen``. Knobs that other knobs' ``when``
+        names (an algorithm choice: it decides which knobs matter) come first, in the space's
+        order; then every other move, shuffled by ``rng`` (in order without one)."""
+        shapes, frozen = list(shapes), set(frozen)
+        gating = {n for p in self.params if p.when for n in _condition(p.when).names}
+        moves = [(p.name in gating, p.name, v) for p in self.params
+                 if p.name not in frozen and p.live(point) for v in p.values() if v != point.get(p.name)]
+        first = [m for m in moves if m[0]]
+        rest = [m for m in moves if not m[0]]
+        if rng is not None:
+            rng.shuffle(rest)
+        out = []
+        for _, name, v in first + rest:
+            q = {**point, name: v}
+            if not self.violations(q, shapes):
+                out.append(q)
+        return out
+
     @functools.cached_property
     def _blocks(self) -> list[tuple[list[Param], list[Constraint]]]:
         """The params split into blocks that no constraint links, each with its constraints."""
@@ -432,6 +468,12 @@ class DesignSpace:
     def to_json(self) -> dict:
         return {"params": [p.to_json() for p in self.params],
                 "constraints": [c.to_json() for c in self.constraints]}
+
+
+@functools.lru_cache(maxsize=4096)
+def _condition(expr: str) -> Constraint:
+    """A param's ``when``, parsed once."""
+    return Constraint(expr)
 
 
 def _holds(c: Constraint, params: dict, shape_env: dict | None) -> bool:

@@ -6,9 +6,10 @@ evaluation of the whole phase costs the whole model). Most of that space separat
 group's best knobs depend on its structure and sizes, hardly on its neighbours. So here each
 distinct group (the breakdown's cut: its members as a graph of its own at the phase's timed
 shape, the same layer repeated counted once) is judged and timed alone, through the
-harness, at its default point and at ``per_group - 1`` more points drawn from its own space
-(seeded); the fastest correct point wins, and is written back onto every group of that
-structure in the phase (``G<id>_X``). The composed point is checked against the phase's
+harness, at its default point and at up to ``per_group - 1`` more points found by a climb
+one knob at a time (:func:`_climb`: the algorithm choices first, then the knobs live there,
+in a seeded order); the fastest correct point wins, and is written back onto every group of
+that structure in the phase (``G<id>_X``). The composed point is checked against the phase's
 space; a group whose knobs do not fit is left at its defaults (said in the notes).
 
 The result is a *starting point*, not a measurement of the engine: the caller (the engine
@@ -52,25 +53,13 @@ def tune(name: str, phase: str | None = None, *, per_group: int = 6, seed: int =
             what = f"g{first['id']} {describe(first['signature'])} at {sizes(first['signature'])}"
             sub_space = d.workload.template("cpu").space
             shape = d.workload.shapes.typical[0]
-            points = [dict(d.params)]
             # the partition stays the engine's: the isolated program's fusion bits keep their values
-            fixed = {g["fuse"]: d.params[g["fuse"]] for g in d.workload.groups if g.get("fuse") in d.params}
-            for _ in range(per_group * 20):
-                if len(points) >= per_group:
-                    break
-                p = sub_space.sample(rng, [shape])
-                if p is None:
-                    continue
-                p = {**p, **fixed}
-                if p not in points and not sub_space.violations(p, [shape]):
-                    points.append(p)
-            tried = []
-            for p in points:
-                say(evaluations, total, what)
-                out = evaluator.evaluate(d.source, p, d.workload, "cpu")
-                evaluations += 1
-                ms = out.timings["candidate"]["median_ms"] if out.status in TIMED else None
-                tried.append((ms, p, out.status))
+            fixed = {g["fuse"] for g in d.workload.groups if g.get("fuse") in d.params}
+            done = evaluations
+            tried = _climb(lambda p, d=d: _timed(evaluator, d, p), dict(d.params), sub_space, shape, per_group,
+                           rng, fixed, lambda n, what=what, done=done: say(done + n, total, what))
+            evaluations += len(tried)
+            points = [p for _, p, _ in tried]
             ok = [t for t in tried if t[0] is not None]
             default_ms = tried[0][0]
             row = {"ids": [pc.group["id"] for pc in d.pieces], "family": first["family"], "description": what,
@@ -97,6 +86,38 @@ def tune(name: str, phase: str | None = None, *, per_group: int = 6, seed: int =
               "created": time.time(), "seconds": round(time.monotonic() - started, 1)}
     store.update(name, ops_dir, tuned={**(store.load(name, ops_dir).get("tuned") or {}), ph.phase: report})
     return report
+
+
+def _timed(evaluator, d, point: dict) -> tuple:
+    """One isolated group judged and timed: ``(median ms or None, status)``."""
+    out = evaluator.evaluate(d.source, point, d.workload, "cpu")
+    return (out.timings["candidate"]["median_ms"] if out.status in TIMED else None), out.status
+
+
+def _climb(measure, start: dict, space, shape, budget: int, rng: random.Random, frozen: set,
+           before=lambda n: None) -> list:
+    """A one-knob-at-a-time climb from ``start`` within ``budget`` evaluations: the start,
+    then its neighbours (:meth:`DesignSpace.neighbours`: the algorithm choices first, then
+    the live knobs' other values in a seeded order); each faster correct point becomes the
+    new start and the climb goes on from its neighbours. Random draws over a group's space
+    rarely land near anything good (a GEMM's 13 knobs, most of them dead under any one
+    algorithm); a neighbour of the generator's defaults keeps everything that made them
+    good but one choice. Returns ``[(ms or None, point, status)]`` in the order tried."""
+    tried, seen = [], set()
+    best_ms, queue = None, [start]
+    while queue and len(tried) < budget:
+        p = queue.pop(0)
+        key = tuple(sorted(p.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        before(len(tried))
+        ms, status = measure(p)
+        tried.append((ms, p, status))
+        if ms is not None and (best_ms is None or ms < best_ms):
+            best_ms = ms
+            queue = space.neighbours(p, [shape], rng, frozen=frozen)
+    return tried
 
 
 def _back(d, best: dict) -> dict:

@@ -11,7 +11,7 @@ class Mutator:
 
     def propose(self, ctx: Context, n: int) -> list[CandidateDraft]:
         out, tries = [], 0
-        movable = [p.name for p in ctx.space.params if len(p.values()) > 1]
+        movable = [p for p in ctx.space.params if len(p.values()) > 1]
         if not ctx.elites or not movable:
             return []
         while len(out) < n and tries < 100 * n:
@@ -21,7 +21,11 @@ class Mutator:
             parent = (ctx.elites[0] if ctx.rng.random() < 0.5 else
                       min(ctx.rng.sample(ctx.elites, min(2, len(ctx.elites))), key=lambda c: -c.score))
             child = dict(parent.params)
-            for name in ctx.rng.sample(movable, 1 if ctx.rng.random() < 0.7 else min(2, len(movable))):
+            # only knobs that do something there (a GEMM's packing knobs are dead under its dot tiles)
+            live = [p.name for p in movable if p.live(child)]
+            if not live:
+                continue
+            for name in ctx.rng.sample(live, 1 if ctx.rng.random() < 0.7 else min(2, len(live))):
                 options = neighbours(ctx.space, child, name)
                 if ctx.rng.random() < 0.15:
                     options = ctx.space.param(name).values()

@@ -7,7 +7,15 @@ query block so that scores are computed as BQ rows of vector FMAs over the keys,
 vector FMAs over the value width. Causal masks skip the key blocks above the diagonal
 entirely; additive or boolean masks are read (or computed, for boolean masks made from
 comparisons) per score. Grouped-query heads map query head h to key head h / (Hq / Hk).
-Knobs: THREADS, BQ, BK.
+
+Where key rows are contiguous and the head width is whole vectors, SDOT picks how scores are
+made: the packed transposed key block above, or each key row dotted with the block's query
+rows (a horizontal sum per score, no packing). A decode step has only the REP query rows of
+one key/value head per block, too few to pay for the packing: on a Zen 5 VM the issue's
+decoder's attention over 1025 keys took 0.16 ms alone with dot products against 0.22–0.24 ms
+packed (`engine breakdown`, quick, 2026-12-06), so SDOT defaults to 1 for blocks of at most
+SDOT_ROWS rows. Value rows that are contiguous, whole vectors, are read in place by P.V
+rather than copied into a block. Knobs: THREADS, BQ, BK, SDOT.
 """
 from __future__ import annotations
 
@@ -95,16 +103,30 @@ class AttentionFamily:
                     terms.append(f"{name} * {ld.strides[d]}")
             return " + ".join(terms) or "0"
         bparts = [(d, f"b{d}") for d in range(nb)]
+        # key rows contiguous in e, e whole vectors: scores may be dot products of rows;
+        # value rows contiguous, whole vectors: P.V reads them where they are, unpacked
+        sdot = lk.strides[ie] == 1 and E % 16 == 0
+        vdirect = lv.strides[iev] == 1 and EV % 16 == 0
         text = BODY.format(
             P=P, NB=nbatch, H=H, HK=HK, L=L, S=S, E=E, EV=EV, REP=H // HK, SCALE=repr(scale) + "f",
             BIDX="\n        ".join(bidx) or "(void)0;",
             QB=f"{lq.buf} + {off(lq, bparts + [(ih, 'h')])}", QL=lq.strides[ii], QE=lq.strides[ie],
             KB=f"{lk.buf} + {off(lk, bparts + [(ihk, 'hk')])}", KS=lk.strides[ij], KE=lk.strides[ie],
             VB=f"{lv.buf} + {off(lv, bparts + [(ihk, 'hk')])}", VS=lv.strides[ij], VE=lv.strides[iev],
-            O=ocname, CAUSAL=int(causal), MASK=mask_code or "(void)0;")
+            O=ocname, CAUSAL=int(causal), MASK=mask_code or "(void)0;", SDOT=f"{P}SDOT" if sdot else "0",
+            VPACK="" if vdirect else VPACK.format(P=P, EV=EV, VS=lv.strides[ij], VE=lv.strides[iev]),
+            VDECL="" if vdirect else f"float vt[{P}BK][{P}EVP] __attribute__((aligned(64)));",
+            VROW=f"vh + (kb + jj) * {lv.strides[ij]} + c0" if vdirect else "&vt[jj][c0]",
+            VLOAD="I21_VLOADU" if vdirect else "I21_VLOAD")
         params = [ctx.threads_param(2.0 * nbatch * H * L * S * (E + EV)),
                   Param(ctx.knob("BQ"), "choice", choices=(8, 16, 32, 64), default=32, help="query rows per block"),
                   Param(ctx.knob("BK"), "choice", choices=(32, 64, 128, 256), default=64, help="key rows per block")]
+        if sdot:
+            # measured 2026-12-06 (Zen 5, the issue's decoder, decode after 1024): see BODY
+            params.append(Param(ctx.knob("SDOT"), "bool", default=1 if H // HK * L <= SDOT_ROWS else 0,
+                                help="1: scores as dot products of each key row with the block's query rows "
+                                     "(few rows: a decode step); 0: the key block packed transposed, scores "
+                                     "as vector FMAs over the keys (many rows share one packing)"))
         evp = -(-EV // 16) * 16
         constraints = [Constraint(
             f"({ctx.knob('BQ')} * {ctx.knob('BK')} + {E} * {ctx.knob('BK')} + {ctx.knob('BK')} * {evp} + "
@@ -136,8 +158,10 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
         float m[{P}BQ], l[{P}BQ];
         float qs[{P}BQ][{E}] __attribute__((aligned(64)));
         float sc[{P}BQ][{P}BK] __attribute__((aligned(64)));
+#if !{SDOT}
         float kt[{E}][{P}BK] __attribute__((aligned(64)));
-        float vt[{P}BK][{P}EVP] __attribute__((aligned(64)));
+#endif
+        {VDECL}
         float acc[{P}BQ][{P}EVP] __attribute__((aligned(64)));
         int64_t i_last = 0;
         for (int64_t r = 0; r < {P}BQ; r++) {{
@@ -152,15 +176,34 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
             }}
             for (int64_t ev = 0; ev < {P}EVP; ev++) acc[r][ev] = 0.0f;
         }}
+#if {SDOT}
+        /* the P.V tiles read 4 rows at a time: the rows past qn hold zeros, as packed scores would */
+        for (int64_t r = qn; r < {P}BQ; r++)
+            for (int64_t jj = 0; jj < {P}BK; jj++) sc[r][jj] = 0.0f;
+#endif
         /* causal: keys j <= i only, so key blocks beyond the block's last query row are skipped */
         const int64_t s_end = {CAUSAL} ? ({S} < i_last + 1 ? {S} : i_last + 1) : {S};
         for (int64_t kb = 0; kb < s_end; kb += {P}BK) {{
             const int64_t kn = s_end - kb < {P}BK ? s_end - kb : {P}BK;
-            for (int64_t jj = 0; jj < {P}BK; jj++) {{
-                for (int64_t e = 0; e < {E}; e++) kt[e][jj] = jj < kn ? kh[(kb + jj) * {KS} + e * {KE}] : 0.0f;
-                for (int64_t ev = 0; ev < {P}EVP; ev++)
-                    vt[jj][ev] = jj < kn && ev < {EV} ? vh[(kb + jj) * {VS} + ev * {VE}] : 0.0f;
+            {VPACK}
+#if {SDOT}
+            /* each key row against the block's query rows, E wide: a decode step has REP rows
+             * (4 for the issue's decoder), too few to pay for packing the key block transposed */
+            for (int64_t jj = 0; jj < kn; jj++) {{
+                const float *krow = kh + (kb + jj) * {KS};
+                i21_vf kv[{E} / I21_VW];
+                #pragma GCC unroll 16
+                for (int c = 0; c < {E} / I21_VW; c++) kv[c] = I21_VLOADU(krow + c * I21_VW);
+                for (int64_t r = 0; r < qn; r++) {{
+                    i21_vf s1 = I21_VZERO();
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < {E} / I21_VW; c++) s1 = I21_VFMA(I21_VLOAD(&qs[r][c * I21_VW]), kv[c], s1);
+                    sc[r][jj] = I21_VHSUM(s1);
+                }}
             }}
+#else
+            for (int64_t jj = 0; jj < {P}BK; jj++)
+                for (int64_t e = 0; e < {E}; e++) kt[e][jj] = jj < kn ? kh[(kb + jj) * {KS} + e * {KE}] : 0.0f;
             for (int64_t r0 = 0; r0 < qn; r0 += 4) {{
                 for (int64_t c0 = 0; c0 < {P}BK; c0 += 4 * I21_VW) {{
                     i21_vf s4[4][4];
@@ -178,6 +221,7 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
                         for (int c = 0; c < nc; c++) I21_VSTOREU(&sc[r0 + i][c0 + c * I21_VW], s4[i][c]);
                 }}
             }}
+#endif
             for (int64_t r = 0; r < qn; r++) {{
                 const int64_t h = hk * {REP} + (qb + r) / {L}, i = (qb + r) % {L};
                 (void)h;
@@ -213,7 +257,8 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
                         for (int c = 0; c < 4; c++) a4[i][c] = c < nc ? I21_VLOAD(&acc[r0 + i][c0 + c * I21_VW]) : I21_VZERO();
                     for (int64_t jj = 0; jj < kn; jj++) {{
                         i21_vf vv[4];
-                        for (int c = 0; c < 4; c++) vv[c] = c < nc ? I21_VLOAD(&vt[jj][c0 + c * I21_VW]) : I21_VZERO();
+                        const float *vrow = {VROW};
+                        for (int c = 0; c < 4; c++) vv[c] = c < nc ? {VLOAD}(vrow + c * I21_VW) : I21_VZERO();
                         for (int i = 0; i < 4; i++) {{
                             const i21_vf pv = I21_VBCAST(&sc[r0 + i][jj]);
                             for (int c = 0; c < 4; c++) a4[i][c] = I21_VFMA(pv, vv[c], a4[i][c]);
@@ -235,5 +280,12 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
     }}
 }}
 """
+
+# the value block packed (rows padded to whole vectors) where its rows are not contiguous
+VPACK = r"""for (int64_t jj = 0; jj < {P}BK; jj++)
+                for (int64_t ev = 0; ev < {P}EVP; ev++)
+                    vt[jj][ev] = jj < kn && ev < {EV} ? vh[(kb + jj) * {VS} + ev * {VE}] : 0.0f;"""
+
+SDOT_ROWS = 8   # a block of at most this many query rows computes its scores as dot products
 
 FAMILY = AttentionFamily()

@@ -139,3 +139,19 @@ def test_the_default_row_blocks_are_shared_evenly_by_the_threads():
         assert mc % 6 == 0 and (blocks % 2 == 0 or blocks > 8), (m, mc)
         assert 30 <= mc <= 72, (m, mc)                             # about 48 rows a block, as tuned
     assert balanced_mc(128, 1) == 48                               # one thread: the tuned default
+
+
+@pytest.mark.parametrize("sdot", [0, 1])
+@pytest.mark.parametrize("name,bk", [("attention_decode_wide", 32), ("attention_decode_wide", 64),
+                                     ("attention_gqa_mask", 32)])
+def test_attention_scores_as_row_dot_products_or_from_a_packed_key_block_agree(name, bk, sdot, imported):
+    """A decode step's few query rows (SDOT 1: each key row dotted with them) and a block of
+    many (SDOT 0: the key block packed transposed), with a last key block cut short (83 and
+    29 keys), a mask, and value rows read in place."""
+    assert imported(name).ok
+    space = workloads.get(name).template("cpu").space
+    groups = sorted(k[:-len("_SDOT")] for k in space.names if k.endswith("_SDOT"))
+    assert groups, "whole-vector heads with contiguous key rows have the SDOT knob"
+    out = evaluate(name, **{f"{g}_{k}": v for g in groups for k, v in (("SDOT", sdot), ("BK", bk))})
+    assert out.status == "ok", out.reason
+    assert space.param(f"{groups[0]}_SDOT").default == (1 if name == "attention_decode_wide" else 0)

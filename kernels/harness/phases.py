@@ -432,9 +432,7 @@ def timing(ctx: Ctx, shape, baselines: list) -> PhaseResult:
             out.samples = samples
             if "copy" in probes:
                 out.details["copy_probe_samples"] = probes["copy"]
-                out.details["copy_probe_bytes"] = 2 * int(min(
-                    max(a.size for a in bases[0].inputs.values()),
-                    max(int(np.prod(v)) for v in C.out_shapes(wl, shape).values()))) * 4
+                out.details["copy_probe_bytes"] = 2 * probe_words(wl, shape, bases[0].inputs) * 4
             return out
         finally:
             for p in procs:
@@ -474,6 +472,21 @@ def _check_timed(ctx, views, changed, outputs, out_names, state, full_at, shape)
     return None
 
 
+PROBE_MIN_WORDS = 8 << 20   # 32 MiB each way: past a last-level cache, so it times memory
+
+
+def probe_words(wl, shape, inputs: dict) -> int:
+    """How many floats the copy probe streams: the largest input into a buffer of the largest
+    output's size, but at least PROBE_MIN_WORDS where the input has them. A kernel that reads
+    far more than it writes (a reduction, a decode step's matrix-vector products) was compared
+    with a copy of its small output's size: the decoder's decode step, 214 MB of weights in,
+    a 132 KB copy beside it, which timed its threads' wake-up (0.26 GB/s) rather than memory,
+    and read as 14284% of the copy."""
+    largest = max(int(a.size) for a in inputs.values())
+    out = max(int(np.prod(v)) for v in C.out_shapes(wl, shape).values())
+    return min(largest, max(out, PROBE_MIN_WORDS))
+
+
 def _cache_flusher(cold: bool):
     if not cold:
         return lambda: None
@@ -510,9 +523,8 @@ def _start_baselines(ctx, baselines, inputs, shape, nslots, streams) -> tuple[li
             proc.close()
     lib = fill.library()
     if lib and streams is not None and ctx.tgt.timer == "wall":   # the probe times host memory
-        words = min(max(a.size for a in base.inputs.values()),
-                    max(int(np.prod(v)) for v in C.out_shapes(wl, shape).values()))
-        spec = {**common, "role": "probe", "name": "copy", "options": {"lib": lib, "words": int(words)}}
+        spec = {**common, "role": "probe", "name": "copy",
+                "options": {"lib": lib, "words": probe_words(wl, shape, base.inputs)}}
         proc = ServerProcess(spec, inputs=inputs, box=ctx.box, wall_seconds=s.run_timeout, launcher=s.launcher,
                              name="copy")
         if proc.ready.ok:

@@ -147,7 +147,7 @@ def _arenas(spec: dict):
 
 
 def _prepare_probe(spec: dict, slots: list[dict]) -> list:
-    """The copy probe: the largest input streamed into a buffer of the largest output's size."""
+    """The copy probe: the largest input streamed into a buffer of ``words`` floats (phases.probe_words)."""
     lib = ctypes.CDLL(spec["options"]["lib"], mode=os.RTLD_NOW | os.RTLD_LOCAL)
     streams = fill.Streams(lib)
     calls = []

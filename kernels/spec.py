@@ -150,7 +150,7 @@ class Param:
         if self.kind in ("choice", "variant") and not self.choices:
             raise SpecError(f"param {self.name}: a {self.kind} needs at least one choice")
         if self.when:
-            Constraint(self.when)   # parsed now: a malformed condition is the space's error, not the search's
+            _condition(self.when)   # parsed now (and kept): a malformed condition is the space's error, not the search's
 
     def values(self) -> list:
         if self.kind == "int":

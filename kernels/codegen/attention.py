@@ -122,7 +122,7 @@ class AttentionFamily:
                   Param(ctx.knob("BQ"), "choice", choices=(8, 16, 32, 64), default=32, help="query rows per block"),
                   Param(ctx.knob("BK"), "choice", choices=(32, 64, 128, 256), default=64, help="key rows per block")]
         if sdot:
-            # measured 2026-12-06 (Zen 5, the decoder, decode after 1024): see BODY
+            # measured 2026-12-06 (Zen 5, the decoder, decode after 1024): the module's docstring
             params.append(Param(ctx.knob("SDOT"), "bool", default=1 if H // HK * L <= SDOT_ROWS else 0,
                                 help="1: scores as dot products of each key row with the block's query rows "
                                      "(few rows: a decode step); 0: the key block packed transposed, scores "

@@ -15,7 +15,14 @@ one key/value head per block, too few to pay for the packing: on a Zen 5 VM the 
 decoder's attention over 1025 keys took 0.16 ms alone with dot products against 0.22–0.24 ms
 packed (`engine breakdown`, quick, 2026-12-06), so SDOT defaults to 1 for blocks of at most
 SDOT_ROWS rows. Value rows that are contiguous, whole vectors, are read in place by P.V
-rather than copied into a block. Knobs: THREADS, BQ, BK, SDOT.
+rather than copied into a block.
+
+Keys or values that are a concatenation along the key axis only this attention reads (a
+decode step: the cached rows, then the step's new ones) are read from the concatenation's
+inputs where they lie when the group's FUSE bit is 1 (:func:`kernels.codegen.partition.
+_absorb_cats`): each key row's pointer is picked by the segment it falls in, so the cache is
+not copied every step; FUSE 0 copies it into the concatenation first, in a cat group.
+Knobs: THREADS, BQ, BK, SDOT.
 """
 from __future__ import annotations
 
@@ -46,8 +53,11 @@ class AttentionFamily:
         ih, ihk, ii, ij, ie, iev = (nb + x for x in range(6))
         trees = ctx.trees(dom, inline=lambda n: False)
 
-        def operand(name, head, row, col, rowdim, coldim):
+        def operand(name, head, row, col, rowdim, coldim, rows=None):
+            """``name`` as a Load over the loop domain; ``rows``: a segment's length, the
+            key rows its index takes (the domain's key extent is the whole concatenation's)."""
             shape = values[name].shape
+            tr = trees if rows is None else ctx.trees(dom[:ij] + (rows,) + dom[ij + 1:], inline=lambda n: False)
             const, coef = [], []
             for d, s in enumerate(shape):
                 r = [0] * len(dom)
@@ -61,13 +71,24 @@ class AttentionFamily:
                     r[coldim] = 1
                 const.append(0)
                 coef.append(tuple(r))
-            e = trees.build(name, Affine(tuple(const), tuple(coef), len(dom)))
+            e = tr.build(name, Affine(tuple(const), tuple(coef), len(dom)))
             if not isinstance(e, Load):
                 raise NeedsBuffer(name, "attention operands are read from memory")
             return e
+        # FUSE 1 with feeds: a concatenation along the key axis is read input by input where
+        # each lies, [(first key row, its Load)]; otherwise one segment, the operand's buffer
+        absorbed = {f.members[0] for f in group.feeds} if getattr(ctx, "form", None) == "fused" else set()
+
+        def segments(name, col):
+            if name not in absorbed:
+                return [(0, operand(name, ihk, ij, col, ij, col))]
+            out, start = [], 0
+            for a in ctx.plan.nodes[name].args:
+                out.append((start, operand(a, ihk, ij, col, ij, col, rows=values[a].shape[-2])))
+                start += values[a].shape[-2]
+            return out
         lq = operand(q, ih, ii, ie, ii, ie)
-        lk = operand(k, ihk, ij, ie, ij, ie)
-        lv = operand(v, ihk, ij, iev, ij, iev)
+        ks, vs = segments(k, ie), segments(v, iev)
         mask_code, helpers = "", {"exp", "gemm"}
         index = [f"b{d}" for d in range(nb)] + ["h", "hk", "i", "j", "e", "ev"]
         if mask is not None:
@@ -105,18 +126,20 @@ class AttentionFamily:
         bparts = [(d, f"b{d}") for d in range(nb)]
         # key rows contiguous in e, e whole vectors: scores may be dot products of rows;
         # value rows contiguous, whole vectors: P.V reads them where they are, unpacked
-        sdot = lk.strides[ie] == 1 and E % 16 == 0
-        vdirect = lv.strides[iev] == 1 and EV % 16 == 0
+        sdot = all(ld.strides[ie] == 1 for _, ld in ks) and E % 16 == 0
+        vdirect = all(ld.strides[iev] == 1 for _, ld in vs) and EV % 16 == 0
+        bases = "\n        ".join(
+            [f"const float *kh{n} = {ld.buf} + {off(ld, bparts + [(ihk, 'hk')])};" for n, (_, ld) in enumerate(ks)]
+            + [f"const float *vh{n} = {ld.buf} + {off(ld, bparts + [(ihk, 'hk')])};" for n, (_, ld) in enumerate(vs)])
         text = BODY.format(
             P=P, NB=nbatch, H=H, HK=HK, L=L, S=S, E=E, EV=EV, REP=H // HK, SCALE=repr(scale) + "f",
             BIDX="\n        ".join(bidx) or "(void)0;",
             QB=f"{lq.buf} + {off(lq, bparts + [(ih, 'h')])}", QL=lq.strides[ii], QE=lq.strides[ie],
-            KB=f"{lk.buf} + {off(lk, bparts + [(ihk, 'hk')])}", KS=lk.strides[ij], KE=lk.strides[ie],
-            VB=f"{lv.buf} + {off(lv, bparts + [(ihk, 'hk')])}", VS=lv.strides[ij], VE=lv.strides[iev],
+            BASES=bases, KROW=_row(ks, "kh", ij, "(kb + jj)"), KEL=_element(ks, "kh", ij, ie, "(kb + jj)", "e"),
             O=ocname, CAUSAL=int(causal), MASK=mask_code or "(void)0;", SDOT=f"{P}SDOT" if sdot else "0",
-            VPACK="" if vdirect else VPACK.format(P=P, EV=EV, VS=lv.strides[ij], VE=lv.strides[iev]),
+            VPACK="" if vdirect else VPACK.format(P=P, EV=EV, VEL=_element(vs, "vh", ij, iev, "(kb + jj)", "ev")),
             VDECL="" if vdirect else f"float vt[{P}BK][{P}EVP] __attribute__((aligned(64)));",
-            VROW=f"vh + (kb + jj) * {lv.strides[ij]} + c0" if vdirect else "&vt[jj][c0]",
+            VROW=f"{_row(vs, 'vh', ij, '(kb + jj)')} + c0" if vdirect else "&vt[jj][c0]",
             VLOAD="I21_VLOADU" if vdirect else "I21_VLOAD")
         params = [ctx.threads_param(2.0 * nbatch * H * L * S * (E + EV)),
                   Param(ctx.knob("BQ"), "choice", choices=(8, 16, 32, 64), default=32, help="query rows per block"),
@@ -134,9 +157,37 @@ class AttentionFamily:
             "the query and key/value tiles of one thread must fit 256 KiB of its stack")]
         flops = 2.0 * nbatch * H * L * S * (E + EV) * (0.5 if causal else 1.0)
         nbytes = 4.0 * nbatch * (H * L * E + HK * S * (E + EV) + H * L * EV)
+        summary = {"family": "attention", "heads": H, "kv_heads": HK, "l": L, "s": S, "e": E,
+                   "ev": EV, "causal": causal, "mask": mask is not None}
+        if absorbed:
+            summary["segments"] = [len(ks), len(vs)]   # keys and values read from this many inputs each
         return GroupCode(text, params=params, constraints=constraints, helpers=helpers, flops=flops, bytes=nbytes,
-                         summary={"family": "attention", "heads": H, "kv_heads": HK, "l": L, "s": S, "e": E,
-                                  "ev": EV, "causal": causal, "mask": mask is not None})
+                         summary=summary)
+
+
+def _row(segs, base: str, ij: int, j: str) -> str:
+    """C pointer to key row ``j`` (a C expression) of an operand read from ``segs``
+    ([(first row, Load)]; the base pointers are ``<base>0``, ``<base>1``...)."""
+    def one(n):
+        start, ld = segs[n]
+        rel = f"({j} - {start})" if start else j
+        return f"{base}{n} + {rel} * {ld.strides[ij]}"
+    expr = one(len(segs) - 1)
+    for n in reversed(range(len(segs) - 1)):
+        expr = f"({j} < {segs[n + 1][0]} ? {one(n)} : {expr})"
+    return expr
+
+
+def _element(segs, base: str, ij: int, icol: int, j: str, col: str) -> str:
+    """C value of column ``col`` of row ``j`` of an operand read from ``segs``."""
+    def one(n):
+        start, ld = segs[n]
+        rel = f"({j} - {start})" if start else j
+        return f"{base}{n}[{rel} * {ld.strides[ij]} + {col} * {ld.strides[icol]}]"
+    expr = one(len(segs) - 1)
+    for n in reversed(range(len(segs) - 1)):
+        expr = f"({j} < {segs[n + 1][0]} ? {one(n)} : {expr})"
+    return expr
 
 
 BODY = r"""
@@ -152,8 +203,7 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
     for (int64_t hk = 0; hk < {HK}; hk++) {{
         for (int64_t qb = 0; qb < {REP} * {L}; qb += {P}BQ) {{
         {BIDX}
-        const float *kh = {KB};
-        const float *vh = {VB};
+        {BASES}
         const int64_t qn = {REP} * {L} - qb < {P}BQ ? {REP} * {L} - qb : {P}BQ;
         float m[{P}BQ], l[{P}BQ];
         float qs[{P}BQ][{E}] __attribute__((aligned(64)));
@@ -190,7 +240,7 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
             /* each key row against the block's query rows, E wide: a decode step has REP rows
              * (4 for the issue's decoder), too few to pay for packing the key block transposed */
             for (int64_t jj = 0; jj < kn; jj++) {{
-                const float *krow = kh + (kb + jj) * {KS};
+                const float *krow = {KROW};
                 i21_vf kv[{E} / I21_VW];
                 #pragma GCC unroll 16
                 for (int c = 0; c < {E} / I21_VW; c++) kv[c] = I21_VLOADU(krow + c * I21_VW);
@@ -203,7 +253,7 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
             }}
 #else
             for (int64_t jj = 0; jj < {P}BK; jj++)
-                for (int64_t e = 0; e < {E}; e++) kt[e][jj] = jj < kn ? kh[(kb + jj) * {KS} + e * {KE}] : 0.0f;
+                for (int64_t e = 0; e < {E}; e++) kt[e][jj] = jj < kn ? {KEL} : 0.0f;
             for (int64_t r0 = 0; r0 < qn; r0 += 4) {{
                 for (int64_t c0 = 0; c0 < {P}BK; c0 += 4 * I21_VW) {{
                     i21_vf s4[4][4];
@@ -279,12 +329,13 @@ for (int64_t bb = 0; bb < {NB}; bb++) {{
         }}
     }}
 }}
+#undef {P}EVP
 """
 
 # the value block packed (rows padded to whole vectors) where its rows are not contiguous
 VPACK = r"""for (int64_t jj = 0; jj < {P}BK; jj++)
                 for (int64_t ev = 0; ev < {P}EVP; ev++)
-                    vt[jj][ev] = jj < kn && ev < {EV} ? vh[(kb + jj) * {VS} + ev * {VE}] : 0.0f;"""
+                    vt[jj][ev] = jj < kn && ev < {EV} ? {VEL} : 0.0f;"""
 
 SDOT_ROWS = 8   # a block of at most this many query rows computes its scores as dot products
 

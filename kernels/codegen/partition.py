@@ -6,7 +6,10 @@ recomputed wherever they are used); views are never computed, only followed. Fam
 - ``matmul``     one matmul; its *epilogue* — pointwise nodes on its output's shape fed by it —
                  is fused into the tile stores, or split off as a pointwise group, by one
                  ``FUSE_<n>`` param (``Group.fuse``; the split form is ``Group.split``);
-- ``attention``  one attention node;
+- ``attention``  one attention node; a concatenation along the key axis that only it reads
+                 (a decode step's cache and new rows) is read in place, segment by segment, or
+                 materialised by its own cat group first, by a ``FUSE_<n>`` bit (the cat
+                 groups are ``Group.feeds``);
 - ``reduction``  the reductions of one cluster (same input shape and dims, linked by
                  pointwise ops: softmax's max and sum, a norm's mean and variance) with their
                  prologue (inlined into the passes), per-row values and full-size epilogue;
@@ -46,6 +49,7 @@ class Group:
     fuse: str | None = None                          # the FUSE_<n> param that selects the fused form
     split: "Group | None" = None                     # matmul: the epilogue as its own group (FUSE 0)
     split_of: int | None = None
+    feeds: list = field(default_factory=list)       # attention: cat groups run before it when FUSE 0
     order: int = 0
 
     @property
@@ -66,6 +70,7 @@ class Partition:
     def all_groups(self) -> list:
         out = []
         for g in self.groups:
+            out.extend(g.feeds)
             out.append(g)
             if g.split is not None:
                 out.append(g.split)
@@ -261,9 +266,11 @@ def partition(graph: Graph, *, keep_out: dict | None = None, force: set | None =
         g.outputs = [m for m in g.members if m in materialised]
     ordered = _toposort(groups, deps)
     part = Partition(ordered, {}, materialised, graph)
-    for g in ordered:
+    for g in list(ordered):
         if g.family == "matmul" and g.epilogue:
             _split_epilogue(part, g, plan)
+        elif g.family == "attention":
+            _absorb_cats(part, g, plan)
     for g in part.all_groups():
         for m in g.outputs:
             part.producer[m] = g.id
@@ -373,3 +380,28 @@ def _split_epilogue(part: Partition, g: Group, plan: Plan) -> None:
     split = Group(1000 + g.id, "pointwise", g.domain, members=list(g.epilogue), split_of=g.id, order=g.order)
     split.outputs = [m for m in g.epilogue if m in part.materialised]
     g.split = split
+
+
+def _absorb_cats(part: Partition, g: Group, plan: Plan) -> None:
+    """The FUSE=1 form of an attention group whose keys or values are a concatenation along
+    the key axis that nothing else reads (a decode step's cached rows and its new ones): the
+    attention reads each input of the concatenation where it lies, and the cat group (its
+    *feed*, run just before it in the FUSE=0 form) copies nothing. The cat joins the
+    attention's members, as a matmul's epilogue joins the matmul's."""
+    node = plan.nodes[g.anchors[0]]
+    for a in dict.fromkeys(node.args[1:3]):
+        c = plan.nodes.get(a)
+        if c is None or plan.kind(a) != "cat":
+            continue
+        rank = len(c.shape)
+        cg = next((x for x in part.groups if a in x.members), None)
+        if (cg is None or cg.family != "cat" or cg.members != [a] or c.attrs["dim"] % rank != rank - 2
+                or a in plan.outputs or plan.viewed_outputs(a) or plan.consumers(a) != [node.name]):
+            continue
+        part.groups.remove(cg)
+        cg.split_of = g.id
+        g.feeds.append(cg)
+        g.members.append(a)
+    if g.feeds:
+        g.members.sort(key=lambda m: plan.index[m])
+        g.fuse = f"FUSE_{g.id}"

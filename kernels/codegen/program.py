@@ -237,7 +237,7 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
     # emit every group (both forms where a FUSE bit decides)
     emitted = []   # (group, form, code, uses)
     for g in part.groups:
-        forms = [(g, "fused"), (g, "unfused"), (g.split, "split")] if g.fuse else [(g, None)]
+        forms = ([(g, "fused"), (g, "unfused")] + [(s, "split") for s in _splits(g)]) if g.fuse else [(g, None)]
         for grp, form in forms:
             ctx = Ctx(part, plan, names, cores, grp)
             ctx.form, ctx.prefix = form, prefix
@@ -253,7 +253,12 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
     scratch = [c.scratch for _, _, c, _, _ in emitted if c.scratch not in ("0", "")]
     params, constraints, helpers = [], [], set()
     for g in part.groups:
-        if g.fuse:
+        if g.fuse and g.feeds:
+            cats = ", ".join(f.members[0] for f in g.feeds)
+            params.append(Param(g.fuse, "bool", default=1,
+                                help=f"group {g.id}: 1 reads the inputs of the concatenation ({cats}) where they "
+                                     f"lie; 0 copies them into it first, in a cat group of its own"))
+        elif g.fuse:
             params.append(Param(g.fuse, "bool", default=1,
                                 help=f"group {g.id}: 1 fuses the epilogue ({', '.join(g.epilogue)}) into the "
                                      f"matmul's tile stores; 0 runs it as its own pass"))
@@ -281,6 +286,13 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, cores: int, title: str
                    planned=graph)
 
 
+def _splits(g) -> list:
+    """The groups that run in ``g``'s place only when its FUSE bit is 0, in emission order:
+    its feeds (cat groups an attention otherwise reads in place), then its split (a matmul's
+    epilogue as its own pass)."""
+    return [*g.feeds, *([g.split] if g.split is not None else [])]
+
+
 def _unique(constraints: list) -> list:
     """``constraints`` without repeats (same expression), in order (a Constraint compares by identity)."""
     seen, out = set(), []
@@ -298,9 +310,8 @@ def _plan_arena(part: Partition, emitted, arena_values, graph) -> tuple[dict, in
     values = graph.values()
     position = {}
     for pos, g in enumerate(part.groups):
-        position[g.id] = pos
-        if g.split is not None:
-            position[g.split.id] = pos
+        for s in (g, *_splits(g)):
+            position[s.id] = pos
     live = {v: [math.inf, -math.inf] for v in arena_values}
     for grp, _, _, uses, owner in emitted:
         pos = position[grp.id]
@@ -422,12 +433,15 @@ def _unit(orig, part, emitted, names, offsets, arena_floats, scratch, args, pref
     calls, team_calls = [], []
     for g in part.groups:
         if g.fuse:
-            by = {f: rest for f, *rest in forms[g.id]}
-            lines += [f"#if {g.fuse}", by["fused"][0], "#else", by["unfused"][0], by["split"][0], "#endif", ""]
-            calls += [f"#if {g.fuse}", "    " + by["fused"][1], "#else", "    " + by["unfused"][1],
-                      "    " + by["split"][1], "#endif"]
-            team_calls += [f"#if {g.fuse}", "        " + by["fused"][2], "#else", "        " + by["unfused"][2],
-                           "        " + by["split"][2], "#endif"]
+            # FUSE 0 runs the feeds (cat groups), the group, then its split (a matmul's epilogue)
+            fused = next(rest for f, *rest in forms[g.id] if f == "fused")
+            unfused = next(rest for f, *rest in forms[g.id] if f == "unfused")
+            splits = [rest for f, *rest in forms[g.id] if f == "split"]
+            other = splits[:len(g.feeds)] + [unfused] + splits[len(g.feeds):]
+            lines += [f"#if {g.fuse}", fused[0], "#else", *(x[0] for x in other), "#endif", ""]
+            calls += [f"#if {g.fuse}", "    " + fused[1], "#else", *("    " + x[1] for x in other), "#endif"]
+            team_calls += [f"#if {g.fuse}", "        " + fused[2], "#else", *("        " + x[2] for x in other),
+                           "#endif"]
         else:
             lines += [forms[g.id][0][1], ""]
             calls.append("    " + forms[g.id][0][2])

@@ -64,11 +64,12 @@ class Piece:
 
 def members_of(group: dict, groups: list[dict]) -> list[str]:
     """The nodes a group computes in its form: a matmul's *unfused* form computes the product
-    only (its epilogue's members are the split group's)."""
+    only (its epilogue's members are the split group's), an attention's reads the
+    concatenations its feeds (cat groups) computed."""
     members = list(group["members"])
     if group.get("form") == "unfused":
-        split = next((g for g in groups if g.get("form") == "split" and g.get("fuse") == group.get("fuse")), None)
-        taken = set(split["members"]) if split else set()
+        taken = {m for g in groups if g.get("form") == "split" and g.get("fuse") == group.get("fuse")
+                 for m in g["members"]}
         members = [m for m in members if m not in taken]
     return members
 

@@ -155,3 +155,24 @@ def test_attention_scores_as_row_dot_products_or_from_a_packed_key_block_agree(n
     out = evaluate(name, **{f"{g}_{k}": v for g in groups for k, v in (("SDOT", sdot), ("BK", bk))})
     assert out.status == "ok", out.reason
     assert space.param(f"{groups[0]}_SDOT").default == (1 if name == "attention_decode_wide" else 0)
+
+
+@pytest.mark.parametrize("fuse,sdot", [(1, 1), (1, 0), (0, 1)])
+def test_attention_reads_a_concatenated_cache_in_place_or_after_copying_it(fuse, sdot, imported):
+    """Keys and values that are a concatenation along the key axis (cached rows, then the
+    step's new ones) only the attention reads: FUSE 1 reads each input where it lies, the
+    key rows by pointer (SDOT 1) or packed (SDOT 0), the transposed value cache packed;
+    FUSE 0 copies them into the concatenation first, in a cat group of its own. A key block
+    of 32 straddles the boundary between the 83 cached rows and the new one."""
+    assert imported("attention_decode_cache").ok
+    wl = workloads.get("attention_decode_cache")
+    src, params = wl.template("cpu").seeds()[0]
+    space = wl.template("cpu").space
+    bits = [p for p in space.params if p.name.startswith("FUSE_")]
+    assert len(bits) == 1 and bits[0].default == 1 and "concatenation" in bits[0].help
+    # read in place: no copy of the cache in any group (a view it cannot follow is copied first)
+    assert {g["family"] for g in wl.groups if g.get("form") in (None, "fused")} == {"attention"}
+    groups = sorted(k[:-len("_SDOT")] for k in space.names if k.endswith("_SDOT"))
+    out = evaluate("attention_decode_cache", **{bits[0].name: fuse, **{f"{g}_{k}": v for g in groups
+                                                                      for k, v in (("SDOT", sdot), ("BK", 32))}})
+    assert out.status == "ok", out.reason

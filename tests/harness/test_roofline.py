@@ -26,8 +26,13 @@ def test_the_fma_probe_runs_every_fma_its_flop_count_assumes(tmp_path, vec_bytes
     """GCC 12 at -O3 proved 4 of the 12 chains equal to others and dropped them: the probe ran
     8 FMAs per iteration while counting 12, and reported 1.5x the cores' peak (353 GFLOP/s on a
     2-core Zen 4 at 3.5 GHz, whose 2 FMA pipes give ~230)."""
-    if "fma" not in open("/proc/cpuinfo").read():
+    cpuinfo = open("/proc/cpuinfo").read()
+    if "fma" not in cpuinfo:
         pytest.skip("no FMA on this host")
+    if vec_bytes == 64 and "avx512f" not in cpuinfo:
+        # roofline.measure_host builds the 64-byte probe only where AVX-512F is: an AVX2 host's
+        # GCC cannot keep 64-byte vectors in its 16 registers (a Zen 3 VM, 2026-12-07)
+        pytest.skip("no AVX-512F on this host: the harness does not build the 64-byte probe here")
     n = _fma_loop_instructions(tmp_path, vec_bytes)
     assert n > 0 and n % roofline.CHAINS == 0, f"{n} FMAs in the probe's loop, {roofline.CHAINS} counted per iteration"
 

@@ -165,29 +165,28 @@ class AttentionFamily:
                          summary=summary)
 
 
-def _row(segs, base: str, ij: int, j: str) -> str:
-    """C pointer to key row ``j`` (a C expression) of an operand read from ``segs``
-    ([(first row, Load)]; the base pointers are ``<base>0``, ``<base>1``...)."""
-    def one(n):
+def _by_segment(segs, j: str, one) -> str:
+    """C expression for key row ``j`` (a C expression) of an operand read from ``segs``
+    ([(first row, Load)]): ``one(n, rel, ld)``, the access in segment ``n`` at row ``rel``
+    within it, for the segment ``j`` falls in (the last one unless ``j`` is below the next's start)."""
+    def at(n):
         start, ld = segs[n]
-        rel = f"({j} - {start})" if start else j
-        return f"{base}{n} + {rel} * {ld.strides[ij]}"
-    expr = one(len(segs) - 1)
+        return one(n, f"({j} - {start})" if start else j, ld)
+    expr = at(len(segs) - 1)
     for n in reversed(range(len(segs) - 1)):
-        expr = f"({j} < {segs[n + 1][0]} ? {one(n)} : {expr})"
+        expr = f"({j} < {segs[n + 1][0]} ? {at(n)} : {expr})"
     return expr
+
+
+def _row(segs, base: str, ij: int, j: str) -> str:
+    """C pointer to key row ``j`` of an operand read from ``segs`` (the base pointers are
+    ``<base>0``, ``<base>1``...)."""
+    return _by_segment(segs, j, lambda n, rel, ld: f"{base}{n} + {rel} * {ld.strides[ij]}")
 
 
 def _element(segs, base: str, ij: int, icol: int, j: str, col: str) -> str:
     """C value of column ``col`` of row ``j`` of an operand read from ``segs``."""
-    def one(n):
-        start, ld = segs[n]
-        rel = f"({j} - {start})" if start else j
-        return f"{base}{n}[{rel} * {ld.strides[ij]} + {col} * {ld.strides[icol]}]"
-    expr = one(len(segs) - 1)
-    for n in reversed(range(len(segs) - 1)):
-        expr = f"({j} < {segs[n + 1][0]} ? {one(n)} : {expr})"
-    return expr
+    return _by_segment(segs, j, lambda n, rel, ld: f"{base}{n}[{rel} * {ld.strides[ij]} + {col} * {ld.strides[icol]}]")
 
 
 BODY = r"""

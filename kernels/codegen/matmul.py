@@ -376,7 +376,7 @@ class _Matmul:
         for o in self.outputs:
             ctx.write(o)
         scratch_name = ctx.write("__scratch__")
-        params = self._params(P, flops, nbatch)
+        params = self._params(P, flops, nbatch, rows=rsb == 1)
         kcm, ncm, mcm = f"({self.K} < {P}KC ? {self.K} : {P}KC)", f"({self.N} < {P}NC ? {self.N} : {P}NC)", \
             f"({self.M} < {P}MC ? {self.M} : {P}MC)"
         fmt = dict(P=P, F=F, RSA=rsa, CSA=csa, RSB=rsb, CSB=csb, N=self.N)
@@ -409,7 +409,7 @@ class _Matmul:
                          bytes=4.0 * nbatch * (self.M * self.K + self.K * self.N + self.M * self.N * (1 + len(self.outputs))),
                          summary=summary)
 
-    def _params(self, P, flops, nbatch):
+    def _params(self, P, flops, nbatch, rows: bool):
         ctx = self.ctx
         threads = ctx.threads_param(flops / 8, "OpenMP threads")
         big = self.M * self.N * self.K >= 32768
@@ -425,6 +425,11 @@ class _Matmul:
                           if self.dot else "")),
             Param(f"{P}JB", "choice", choices=(16, 32, 64, 128, 256, 512), default=64, when=f"{P}ALGO == 2",
                   help="ALGO 2: columns of the output per chunk a thread takes"),
+        ] + ([
+            Param(f"{P}GR", "choice", choices=(1, 2, 4), default=4, when=f"{P}ALGO == 2",
+                  help="ALGO 2 over weight rows: rows summed per pass over A's row (4: four rows share "
+                       "each load of A; 1: each thread streams the weight in order)"),
+        ] if rows else []) + [
             # Splitting the batch needs no barrier per product: measured here 2-3x faster than
             # sharing each product (16 x 256^3, two threads on a busy host)
             Param(f"{P}BPAR", "choice", choices=(0, 1), default=1 if nbatch >= max(ctx.cores, 1) else 0, when=f"{P}ALGO == 1",
@@ -526,7 +531,10 @@ class _Matmul:
 
 # ALGO 2, per operand layout (strides are literals, so the choice is made here, not in C):
 # "dot": B(p, j) = b[p + j*CSB] (a Linear weight, [n, k] row-major): each output is a dot
-# product of an A row with a contiguous B row, four B rows at a time sharing the A loads;
+# product of an A row with a contiguous B row, GR B rows at a time sharing the A loads (GR 1
+# reads the weight as one sequential stream per thread; 4 reads four interleaved row streams:
+# bench/gemv_stream.c on an AMD EPYC Zen 5 VM streamed 47-49 GB/s one row at a time against
+# 40 GB/s four at a time, 2026-12-07);
 # "axpy": B(p, j) = b[p*RSB + j]: the chunk's outputs accumulate a row of B per p;
 # anything else: scalar loops. Threads split the output's columns in JB chunks, so B is read
 # once, in order, with no packing: the weight-streaming case of a decode step.
@@ -553,6 +561,7 @@ GEMV = r"""
 """
 GEMV_DOT = r"""
                 int64_t j = 0;
+#if {P}GR >= 4
                 for (; j + 4 <= nc; j += 4) {{
                     const float *b0 = b + (jc + j) * {CSB}, *b1 = b0 + {CSB}, *b2 = b1 + {CSB}, *b3 = b2 + {CSB};
                     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
@@ -563,6 +572,19 @@ GEMV_DOT = r"""
                     }}
                     ci[j] = s0; ci[j + 1] = s1; ci[j + 2] = s2; ci[j + 3] = s3;
                 }}
+#endif
+#if {P}GR >= 2
+                for (; j + 2 <= nc; j += 2) {{
+                    const float *b0 = b + (jc + j) * {CSB}, *b1 = b0 + {CSB};
+                    float s0 = 0.0f, s1 = 0.0f;
+                    #pragma omp simd reduction(+:s0, s1)
+                    for (int64_t p = 0; p < {K}; p++) {{
+                        const float av = ai[p * {CSA}];
+                        s0 += av * b0[p]; s1 += av * b1[p];
+                    }}
+                    ci[j] = s0; ci[j + 1] = s1;
+                }}
+#endif
                 for (; j < nc; j++) {{
                     const float *bj = b + (jc + j) * {CSB};
                     float s = 0.0f;

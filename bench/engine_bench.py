@@ -145,7 +145,7 @@ def table(report: dict) -> str:
             t = c["peers"].get(p)
             cells.append(f"{t['median_ms']:>9.3f} ({c['speedup'].get(p, 0):4.2f}x)" if t else f"{'—':>18}")
         vs = c.get("speedup_over_best_peer")
-        label = c["name"] + (" (tuned)" if c.get("point") == "groups tuned alone" else "")
+        label = c["name"] + {"groups tuned alone": " (tuned)", "knobs set": " (set)", "searched": " (searched)"}.get(c.get("point"), "")
         lines.append(f"{label:<22} {eng.get('median_ms', float('nan')):>10.3f} " + " ".join(cells)
                      + f" {(f'{vs:.2f}x' if vs else '—'):>8}" + ("" if c["status"] == "ok" else f"  [{c['status']}]"))
     probes = report.get("roofline_probe") or {}
@@ -168,6 +168,28 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _overrides(ap, patterns: list[str], space, point: dict) -> dict:
+    """The knobs of ``space`` that ``--set PATTERN=VALUE`` changes from ``point``; a value a
+    knob cannot take, or a point the space refuses, is an argument error."""
+    import fnmatch
+    changed = {}
+    for spec in patterns:
+        pattern, sep, text = spec.partition("=")
+        if not sep or not pattern:
+            ap.error(f"--set {spec!r}: expected PATTERN=VALUE, e.g. 'G*_GR=1'")
+        value = int(text) if text.lstrip("-").isdigit() else text
+        for name in fnmatch.filter(space.names, pattern):
+            why = space.param(name).check(value)
+            if why:
+                ap.error(f"--set {spec!r}: {why}")
+            if point.get(name) != value:
+                changed[name] = value
+    bad = space.violations({**point, **changed}) if changed else []
+    if bad:
+        ap.error(f"--set {patterns}: the point breaks the space: {bad[0]}")
+    return changed
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tiny", action="store_true", help="a dry run on a small model")
@@ -178,6 +200,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tune-groups", type=int, default=0, metavar="N",
                     help="tune each fusion group alone at N points first (kernels.engine.tune) and time the "
                          "composed point; the defaults are timed too, in the same run, for the comparison")
+    ap.add_argument("--set", action="append", default=[], metavar="PATTERN=VALUE",
+                    help="time the defaults with every knob whose name matches PATTERN (fnmatch, e.g. "
+                         "'G*_GR=1') set to VALUE, beside the defaults; repeatable")
     ap.add_argument("--cases", default="prefill,decode128,decode1024")
     ap.add_argument("--min-calls", type=int, default=None)
     ap.add_argument("--max-calls", type=int, default=None)
@@ -234,6 +259,13 @@ def main(argv=None) -> int:
             if src is not None:
                 sources[phase] = (src, params)
     tuned, defaults = {}, dict(sources)
+    overrides = {}
+    for phase, (src, base) in list(sources.items()):
+        changed = _overrides(ap, args.set, workloads.get(record["phases"][phase]["workload"]).template("cpu").space, base)
+        if changed:
+            sources[phase], overrides[phase] = (src, {**base, **changed}), changed
+    if args.set and not overrides:
+        ap.error(f"--set {args.set}: no knob of any phase matches (or every match is already that value)")
     if args.tune_groups:
         from kernels.engine import tune
         for phase, info in record["phases"].items():
@@ -252,12 +284,14 @@ def main(argv=None) -> int:
     probes = {"before": _probe()}
     out_cases = []
     for key, case in chosen.items():
-        for label, srcs in ((("defaults", defaults),) if args.tune_groups else ()) + (("chosen", sources),):
-            print(f"{case['name']} ({'groups tuned alone' if args.tune_groups and label == 'chosen' else label}): "
+        for label, srcs in ((("defaults", defaults),) if args.tune_groups or overrides else ()) + (("chosen", sources),):
+            what = ("groups tuned alone" if args.tune_groups else "knobs set" if overrides else label) \
+                if label == "chosen" else label
+            print(f"{case['name']} ({what}): "
                   "judging and timing beside the peers ...", flush=True)
             c = run_case(key, case, record, args, srcs)
-            c["point"] = "defaults" if label == "defaults" or not (args.tune_groups or args.budget) else (
-                "groups tuned alone" if args.tune_groups else "searched")
+            c["point"] = "defaults" if label == "defaults" or not (args.tune_groups or args.budget or overrides) else (
+                "groups tuned alone" if args.tune_groups else "searched" if args.budget else "knobs set")
             out_cases.append(c)
             print(f"  {c['status']}: {c['reason'][:200]}", flush=True)
     probes["after"] = _probe()
@@ -273,7 +307,7 @@ def main(argv=None) -> int:
         "roofline_probe": probes,
         "model": model.to_json(), "threads": args.threads, "omp_wait": args.omp_wait, "cpus": os.cpu_count(), "host": platform.node(),
         "versions": _versions(), "import_seconds": import_s, "budget": args.budget, "searches": searches,
-        "tune_groups": args.tune_groups, "tuned": tuned,
+        "tune_groups": args.tune_groups, "tuned": tuned, "set": {"patterns": args.set, "knobs": overrides},
         "engine": {"phases": {p: {k: v for k, v in info.items() if k in ("workload", "groups", "families", "knobs",
                                                                          "source_bytes", "arena", "shapes")}
                               for p, info in record["phases"].items()}},

@@ -20,3 +20,30 @@ def test_the_table_shows_each_peer_and_the_speedup_over_the_best():
     text = engine_bench.table(report)
     assert "onnxruntime ms" in text and "openvino" not in text
     assert "1.60x" in text and "arena 1.0 KiB (without reuse 4.0 KiB)" in text
+
+
+def test_set_changes_the_matching_knobs_and_refuses_a_value_they_cannot_take():
+    import argparse
+
+    import pytest
+
+    from kernels.spec import DesignSpace, Param
+
+    class Refused(Exception):
+        pass
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            raise Refused(message)
+
+    space = DesignSpace((Param("G1_GR", "choice", choices=(1, 2, 4), default=4),
+                         Param("G2_GR", "choice", choices=(1, 2, 4), default=4),
+                         Param("G1_JB", "choice", choices=(16, 64), default=64)))
+    point = space.default()
+    ap = Parser()
+    assert engine_bench._overrides(ap, ["G*_GR=1"], space, point) == {"G1_GR": 1, "G2_GR": 1}
+    assert engine_bench._overrides(ap, ["G*_GR=4"], space, point) == {}          # already the value
+    with pytest.raises(Refused, match="G1_GR must be one of"):
+        engine_bench._overrides(ap, ["G*_GR=3"], space, point)
+    with pytest.raises(Refused, match="PATTERN=VALUE"):
+        engine_bench._overrides(ap, ["G1_GR"], space, point)

@@ -1,6 +1,28 @@
-"""mutator: local moves around the elites (one or two params to an adjacent value)."""
+"""mutator: local moves around the elites (one or two params to an adjacent value).
+
+In a generated program (own ops, engine phases) every fusion group has its own copy of a
+knob (``G3_GR``, ``G7_GR``…): hundreds of knobs, each moved alone worth a fraction of a
+percent of the whole, below what one measurement can tell apart. So a move of a group's knob
+is, some of the time, a *tied* move: the new value goes to every group whose knob of that
+name is live and holds the same value now (every matrix-vector product reading one row per
+pass, say), a change the size of what the host's noise lets a search see."""
+import re
+
 from swarm.agents.base import Context, describe_change, neighbours
 from swarm.types import CandidateDraft
+
+GROUP_KNOB = re.compile(r"G\d+_(\w+)$")
+TIED = 0.3      # the share of a group knob's moves that carry its peers along
+
+
+def peers(ctx: Context, params: dict, name: str) -> list[str]:
+    """The other groups' knobs of ``name``'s kind, live in ``params`` and at its value."""
+    m = GROUP_KNOB.match(name)
+    if not m:
+        return []
+    return [p.name for p in ctx.space.params
+            if p.name != name and (o := GROUP_KNOB.match(p.name)) and o.group(1) == m.group(1)
+            and params.get(p.name) == params[name] and p.live(params)]
 
 
 class Mutator:
@@ -25,13 +47,28 @@ class Mutator:
             live = [p.name for p in movable if p.live(child)]
             if not live:
                 continue
+            tied = []           # (knob, value, the groups' knobs) of the draft's tied move
             for name in ctx.rng.sample(live, 1 if ctx.rng.random() < 0.7 else min(2, len(live))):
                 options = neighbours(ctx.space, child, name)
                 if ctx.rng.random() < 0.15:
                     options = ctx.space.param(name).values()
-                child[name] = ctx.rng.choice(options)
+                value = ctx.rng.choice(options)
+                others = peers(ctx, child, name)
+                child[name] = value
+                if others and ctx.rng.random() < TIED:
+                    along = [k for k in others if ctx.space.param(k).check(value) is None]
+                    for k in along:
+                        child[k] = value
+                    tied.append((GROUP_KNOB.match(name).group(1), value, [name, *along]))
+                    break       # one tied move a draft, the last change made
             if ctx.fresh(child) and child not in [d.params for d in out]:
-                out.append(CandidateDraft(child, self.name,
-                                          f"{describe_change(parent.params, child)} on #{parent.id} "
-                                          f"({parent.score:.2f}x)", parents=[parent.id]))
+                change = describe_change(parent.params, child)
+                if tied:
+                    [(knob, value, keys)] = tied
+                    keys = [k for k in keys if parent.params.get(k) != value]
+                    rest = describe_change({k: v for k, v in parent.params.items() if k not in keys},
+                                           {k: v for k, v in child.items() if k not in keys})
+                    change = f"{knob} → {value} in {len(keys)} groups" + ("" if rest == "no change" else f", {rest}")
+                out.append(CandidateDraft(child, self.name, f"{change} on #{parent.id} ({parent.score:.2f}x)",
+                                          parents=[parent.id]))
         return out

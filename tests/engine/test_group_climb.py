@@ -92,3 +92,37 @@ def test_the_swarm_s_mutator_never_moves_a_dead_knob(tmp_path):
             assert d.params["MR"] == SPACE.default()["MR"], d.params   # dead at the elite's ALGO 3
             moved.update(k for k in d.params if d.params[k] != SPACE.default()[k])
     assert {"ALGO", "MR3", "THREADS"} <= moved
+
+
+def test_the_mutator_moves_a_groups_knob_alone_or_with_every_group_whose_knob_has_that_value(tmp_path):
+    """In a generated program a move of ``G<i>_GR`` sometimes carries the other groups' GR
+    along: those live and at the same value, never a group at another value or whose GR is
+    dead; the rationale says how many groups moved. A hand workload's knobs move alone."""
+    from swarm.agents.base import Context
+    from swarm.agents.mutator import Mutator
+    from swarm.types import Candidate, Goal, Result, candidate_key
+    from kernels.spec import Template
+    space = DesignSpace(tuple(
+        [Param(f"G{i}_ALGO", "choice", choices=(1, 2), default=1 if i == 4 else 2) for i in range(5)]
+        + [Param(f"G{i}_GR", "choice", choices=(1, 2, 4), default=2 if i == 3 else 4, when=f"G{i}_ALGO == 2")
+           for i in range(5)]))
+    (tmp_path / "k.c").write_text("void kernel(void) {}\n")
+    tpl = Template("cpu", {"main": "k.c"}, space, folder=tmp_path)
+    start = space.default()
+    elite = Candidate(id=1, run_id=1, generation=0, key=candidate_key(tpl.source(), start), params=start,
+                      agent="explorer", rationale="", source=tpl.source(), result=Result(status="ok", reason="", score=2.0))
+    ctx = Context(goal=Goal(workload="toy"), workload=None, template=tpl, space=space, shapes=[], history=[elite],
+                  elites=[elite], lessons=[], rng=random.Random(5), generation=1, seen={elite.key})
+    tied = alone = 0
+    for _ in range(40):
+        for d in Mutator().propose(ctx, 4):
+            moved = {k for k in d.params if d.params[k] != start[k]}
+            assert "G4_GR" not in moved or d.params["G4_ALGO"] == 2        # dead while G4 packs
+            if "in 3 groups" in d.rationale and len(moved) == 3:         # a tied move, nothing else
+                tied += 1
+                assert moved == {"G0_GR", "G1_GR", "G2_GR"}               # G3 held another value
+                assert len({d.params[k] for k in moved}) == 1 and "GR → " in d.rationale
+            elif len(moved) == 1:
+                alone += 1
+                assert "groups" not in d.rationale
+    assert tied and alone

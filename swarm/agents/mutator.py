@@ -49,18 +49,20 @@ class Mutator:
                 continue
             tied = []           # (knob, value, the groups' knobs) of the draft's tied move
             for name in ctx.rng.sample(live, 1 if ctx.rng.random() < 0.7 else min(2, len(live))):
-                options = neighbours(ctx.space, child, name)
-                if ctx.rng.random() < 0.15:
-                    options = ctx.space.param(name).values()
-                value = ctx.rng.choice(options)
                 others = peers(ctx, child, name)
-                child[name] = value
                 if others and ctx.rng.random() < TIED:
+                    # a tied move explores: any other value, not only the adjacent ones
+                    value = ctx.rng.choice([v for v in ctx.space.param(name).values() if v != child[name]])
+                    child[name] = value
                     along = [k for k in others if ctx.space.param(k).check(value) is None]
                     for k in along:
                         child[k] = value
                     tied.append((GROUP_KNOB.match(name).group(1), value, [name, *along]))
                     break       # one tied move a draft, the last change made
+                options = neighbours(ctx.space, child, name)
+                if ctx.rng.random() < 0.15:
+                    options = ctx.space.param(name).values()
+                child[name] = ctx.rng.choice(options)
             if ctx.fresh(child) and child not in [d.params for d in out]:
                 change = describe_change(parent.params, child)
                 if tied:

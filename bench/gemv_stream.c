@@ -4,8 +4,9 @@
  *
  *     gcc -O3 -march=native -fopenmp bench/gemv_stream.c -o /tmp/gemv_stream && /tmp/gemv_stream
  *
- * Variants: the generator's ALGO 2 "dot" form (four weight rows share each load of x) at two
- * column chunks, one row at a time, and four rows with the next four prefetched. GB/s are bytes
+ * Variants: the generator's ALGO 2 "dot" form at GR 4 (four weight rows share each load of x)
+ * at two column chunks, one row at a time (its GR 1), and four rows with the next four
+ * prefetched. GB/s are bytes
  * of W read per second ("copy": bytes read, the same bytes written besides). */
 #include <stdint.h>
 #include <stdlib.h>

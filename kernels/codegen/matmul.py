@@ -426,9 +426,10 @@ class _Matmul:
             Param(f"{P}JB", "choice", choices=(16, 32, 64, 128, 256, 512), default=64, when=f"{P}ALGO == 2",
                   help="ALGO 2: columns of the output per chunk a thread takes"),
         ] + ([
-            Param(f"{P}GR", "choice", choices=(1, 2, 4), default=4, when=f"{P}ALGO == 2",
+            Param(f"{P}GR", "choice", choices=(1, 2, 4, 8), default=4, when=f"{P}ALGO == 2",
                   help="ALGO 2 over weight rows: rows summed per pass over A's row (4: four rows share "
-                       "each load of A; 1: each thread streams the weight in order)"),
+                       "each load of A; 8: eight independent sums hide the FMA latency; 1: each thread "
+                       "streams the weight in order)"),
         ] if rows else []) + [
             # Splitting the batch needs no barrier per product: measured here 2-3x faster than
             # sharing each product (16 x 256^3, two threads on a busy host)
@@ -532,9 +533,10 @@ class _Matmul:
 # ALGO 2, per operand layout (strides are literals, so the choice is made here, not in C):
 # "dot": B(p, j) = b[p + j*CSB] (a Linear weight, [n, k] row-major): each output is a dot
 # product of an A row with a contiguous B row, GR B rows at a time sharing the A loads (GR 1
-# reads the weight as one sequential stream per thread; 4 reads four interleaved row streams:
+# reads the weight as one sequential stream per thread; 4 and 8 read four or eight interleaved
+# row streams. Which streams fastest depends on the host, so the search owns it:
 # bench/gemv_stream.c on an AMD EPYC Zen 5 VM streamed 47-49 GB/s one row at a time against
-# 40 GB/s four at a time, 2026-12-07);
+# 40 GB/s four at a time; on a Zen 3 VM eight rows 22-25 GB/s, four 18-23, one 12-16, 2026-12-07);
 # "axpy": B(p, j) = b[p*RSB + j]: the chunk's outputs accumulate a row of B per p;
 # anything else: scalar loops. Threads split the output's columns in JB chunks, so B is read
 # once, in order, with no packing: the weight-streaming case of a decode step.
@@ -561,6 +563,21 @@ GEMV = r"""
 """
 GEMV_DOT = r"""
                 int64_t j = 0;
+#if {P}GR >= 8
+                for (; j + 8 <= nc; j += 8) {{
+                    const float *b0 = b + (jc + j) * {CSB}, *b1 = b0 + {CSB}, *b2 = b1 + {CSB}, *b3 = b2 + {CSB};
+                    const float *b4 = b3 + {CSB}, *b5 = b4 + {CSB}, *b6 = b5 + {CSB}, *b7 = b6 + {CSB};
+                    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f, s7 = 0.0f;
+                    #pragma omp simd reduction(+:s0, s1, s2, s3, s4, s5, s6, s7)
+                    for (int64_t p = 0; p < {K}; p++) {{
+                        const float av = ai[p * {CSA}];
+                        s0 += av * b0[p]; s1 += av * b1[p]; s2 += av * b2[p]; s3 += av * b3[p];
+                        s4 += av * b4[p]; s5 += av * b5[p]; s6 += av * b6[p]; s7 += av * b7[p];
+                    }}
+                    ci[j] = s0; ci[j + 1] = s1; ci[j + 2] = s2; ci[j + 3] = s3;
+                    ci[j + 4] = s4; ci[j + 5] = s5; ci[j + 6] = s6; ci[j + 7] = s7;
+                }}
+#endif
 #if {P}GR >= 4
                 for (; j + 4 <= nc; j += 4) {{
                     const float *b0 = b + (jc + j) * {CSB}, *b1 = b0 + {CSB}, *b2 = b1 + {CSB}, *b3 = b2 + {CSB};

@@ -130,12 +130,12 @@ def test_the_matrix_vector_path_is_correct_for_every_layout(name, fuse, imported
     assert out.status == "ok", out.reason
 
 
-@pytest.mark.parametrize("gr", [1, 2])
+@pytest.mark.parametrize("gr", [1, 2, 8])
 @pytest.mark.parametrize("name", ["gemm_bias_gelu", "bmm_transposed_scale", "linear3d_relu_residual"])
 def test_the_matrix_vector_dot_products_are_correct_at_every_rows_per_pass(name, gr, imported):
     """ALGO 2 over a weight read as rows sums GR rows per pass over A's row (4, the default,
     is covered above): with JB 16 the chunks of 29, 27 and 41 columns end in 13, 11 and 9, so
-    every pass size and the single rows after it run."""
+    every pass size at or below GR and the single rows after it run."""
     assert imported(name).ok
     space = workloads.get(name).template("cpu").space
     groups = sorted(k[:-len("_GR")] for k in space.names if k.endswith("_GR"))
@@ -145,16 +145,18 @@ def test_the_matrix_vector_dot_products_are_correct_at_every_rows_per_pass(name,
     assert out.status == "ok", out.reason
 
 
-def test_a_two_row_pass_that_drops_its_second_row_is_caught(imported):
+@pytest.mark.parametrize("gr,right,wrong", [(2, "ci[j] = s0; ci[j + 1] = s1;\n", "ci[j] = s0; ci[j + 1] = s0;\n"),
+                                             (8, "ci[j + 6] = s6;", "ci[j + 6] = s5;")])
+def test_a_pass_that_drops_one_of_its_rows_is_caught(gr, right, wrong, imported):
     """A control for the test above: the judge sees a two-row pass that writes its first sum
-    twice."""
+    twice, and an eight-row pass that writes its sixth sum twice."""
     assert imported("bmm_transposed_scale").ok
     wl = workloads.get("bmm_transposed_scale")
     src, params = wl.template("cpu").seeds()[0]
-    broken = src.replace("ci[j] = s0; ci[j + 1] = s1;\n", "ci[j] = s0; ci[j + 1] = s0;\n")
+    broken = src.replace(right, wrong)
     assert broken != src
     groups = sorted(k[:-len("_GR")] for k in wl.template("cpu").space.names if k.endswith("_GR"))
-    params.update({f"{g}_{k}": v for g in groups for k, v in (("ALGO", 2), ("JB", 16), ("GR", 2))})
+    params.update({f"{g}_{k}": v for g in groups for k, v in (("ALGO", 2), ("JB", 16), ("GR", gr))})
     out = Evaluator(EvalSettings(timing=False)).evaluate(broken, params, wl, "cpu")
     assert out.status == "wrong"
 

@@ -1,6 +1,8 @@
 """What a family's code generator hands back, and the context it works in."""
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 
 from kernels.codegen.expr import Trees
@@ -21,15 +23,30 @@ class GroupCode:
     summary: dict = field(default_factory=dict)  # signature: family, ops, shapes, matching built-in
 
 
+@functools.lru_cache(maxsize=1)
+def host_vector_registers() -> int:
+    """The vector registers a micro-kernel's tile may plan for on this host: 32 with AVX-512F,
+    else 16 (AVX2's ymm). Read from /proc/cpuinfo, as the host's cores are read at generation."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return 32 if "avx512f" in line.split() else 16
+    except OSError:
+        pass
+    return 16
+
+
 class Ctx:
-    """One group's view of the program: buffer names, trees, knob names, the host's cores.
+    """One group's view of the program: buffer names, trees, knob names, the host's cores and
+    vector registers (``vregs``).
 
     ``read(v)``/``write(v)`` return the C name of ``v``'s buffer inside the group function
     and record it in the function's signature (``uses``, in first-use order)."""
 
-    def __init__(self, part: Partition, plan: Plan, names: dict, cores: int, group: Group):
+    def __init__(self, part: Partition, plan: Plan, names: dict, cores: int, group: Group, vregs: int = 32):
         self.part, self.plan, self.graph = part, plan, part.graph
-        self.names, self.cores, self.group = names, cores, group
+        self.names, self.cores, self.group, self.vregs = names, cores, group, vregs
         self.uses: dict[str, str] = {}   # value -> "r" | "w"
 
     def read(self, value: str) -> str:

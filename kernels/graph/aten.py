@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kernels.graph import aten_pointwise, aten_tensor  # noqa: F401  (they register the handlers)
 from kernels.graph.aten_base import HANDLERS, reshape, shp, why_unsupported  # noqa: F401
 from kernels.graph.ir import Tensor
@@ -74,6 +76,9 @@ def _placeholder(b, rec, weights, inputs, taken, user_index) -> Val:
         return Val(name=name, shape=shape, dtype="f32")
     if kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
         arr = weights.get(rec["name"])
+        if arr is not None and dtype in ("torch.bool", "torch.int64", "torch.int32") and kind != "PARAMETER":
+            # a causal mask or positions held by the model: fixed at capture, folded like arange's
+            return Val(const=np.asarray(arr, dtype=np.bool_ if dtype == "torch.bool" else np.int64))
         if dtype != "torch.float32" or arr is None:
             return Val(refused=f"{kind.lower()} {rec.get('source') or rec['name']} is {dtype}; only float32 "
                                "weights are supported")

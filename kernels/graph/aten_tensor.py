@@ -337,6 +337,8 @@ def _unbind(b, r, x, dim=0):
 
 @reg("aten.cat.default")
 def _cat(b, r, tensors, dim=0):
+    if all(isinstance(t, Val) and t.const is not None for t in tensors):   # folded (positions, say)
+        return Val(const=np.concatenate([t.const for t in tensors], axis=dim))
     parts = [b.tensor(f32(b, t)) for t in tensors]
     if len(parts) == 1:
         return parts[0]
@@ -349,6 +351,41 @@ def _stack(b, r, tensors, dim=0):
     d = dim % len(out)
     parts = [reshape(b, b.tensor(f32(b, t)), out[:d] + (1,) + out[d + 1:]) for t in tensors]
     return parts[0] if len(parts) == 1 else b.op("cat", *parts, dim=d)
+
+
+EMBEDDING_RUNS = 64   # constant lookups that fall into more runs of rows than this are refused
+
+
+@reg("aten.embedding.default")
+def _embedding(b, r, weight, indices, *rest, **kwargs):
+    """A lookup at positions fixed when the model was captured (``wpe(torch.arange(T))``, the
+    positions of a GPT-2-style model): rows of the weight, as slices. An arithmetic progression
+    is one slice; other index sets are runs of consecutive rows joined along the rows. Indices
+    that depend on the inputs (token ids) would be a gather, which the opset does not have."""
+    if not (isinstance(indices, Val) and indices.const is not None):
+        why = indices.refused if isinstance(indices, Val) and indices.refused else \
+            "its indices are computed from the inputs (a gather)"
+        raise Unsupported(f"node {r['name']}: an embedding lookup is supported at constant positions "
+                          f"(torch.arange) only; {why}", node=r["name"])
+    if isinstance(weight, Val) and weight.refused:
+        raise Unsupported(weight.refused, node=r["name"])
+    idx = np.asarray(indices.const).astype(np.int64).ravel()
+    rows = shp(weight)[0]
+    if idx.size == 0 or idx.min() < 0 or idx.max() >= rows:
+        raise Unsupported(f"node {r['name']}: embedding indices {idx.min() if idx.size else '(none)'}.."
+                          f"{idx.max() if idx.size else ''} fall outside the table's {rows} rows", node=r["name"])
+    step = int(idx[1] - idx[0]) if idx.size > 1 else 1
+    if step > 0 and np.array_equal(idx, idx[0] + step * np.arange(idx.size)):
+        return reshape(b, _slice(b, weight, 0, int(idx[0]), int(idx[-1]) + 1, step), shape_of(r))
+    cuts = np.flatnonzero(np.diff(idx) != 1) + 1
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [idx.size]])
+    if starts.size > EMBEDDING_RUNS:
+        raise Unsupported(f"node {r['name']}: a constant embedding lookup in {starts.size} runs of rows "
+                          f"(at most {EMBEDDING_RUNS})", node=r["name"])
+    parts = [_slice(b, weight, 0, int(idx[s]), int(idx[e - 1]) + 1) for s, e in zip(starts, ends)]
+    table = parts[0] if len(parts) == 1 else b.op("cat", *parts, dim=0)
+    return reshape(b, table, shape_of(r))
 
 
 @reg("aten.repeat.default")

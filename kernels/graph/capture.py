@@ -105,10 +105,11 @@ def capture(source: str, *, overrides: dict | None = None, seeds=(0, 1),
 
 def from_raw(raw: RawCapture) -> Captured | CaptureFailure:
     from kernels.graph import aten
+    from kernels.graph.capture_child import WIRE
     from kernels.graph.translate import Unsupported
     try:
         records = _records(raw.header)
-        weights = {name: _array(raw.blob, rec) for name, rec in _dict(raw.header, "weights").items()
+        weights = {name: _array(raw.blob, rec, WIRE) for name, rec in _dict(raw.header, "weights").items()
                    if isinstance(rec, dict) and "offset" in rec}
     except _Bad as exc:
         return CaptureFailure("protocol", f"the capture child returned malformed data: {exc}")
@@ -285,17 +286,23 @@ def _records(header: dict) -> dict:
     return graph
 
 
-def _array(blob: bytes, rec: dict) -> np.ndarray:
+def _array(blob: bytes, rec: dict, wire: dict | None = None) -> np.ndarray:
+    """One array of the child's blob: float32 (samples), or any type of ``wire`` (weights)."""
     shape, off, nbytes = rec.get("shape"), rec.get("offset"), rec.get("nbytes")
-    if rec.get("dtype") != "torch.float32":
-        raise _Bad("only float32 arrays carry data")
+    kind = (wire or {"torch.float32": "<f4"}).get(rec.get("dtype"))   # weights: the child's WIRE
+    if kind is None:
+        raise _Bad("only float32 arrays (and bool/integer weights) carry data")
     if not isinstance(shape, list) or len(shape) > 8 or not all(isinstance(d, int) and d >= 0 for d in shape):
         raise _Bad(f"array shape {str(shape)[:60]} is invalid")
     count = math.prod(shape)
-    if not (isinstance(off, int) and isinstance(nbytes, int) and off >= 0 and nbytes == 4 * count
+    size = np.dtype(kind).itemsize
+    if not (isinstance(off, int) and isinstance(nbytes, int) and off >= 0 and nbytes == size * count
             and off + nbytes <= len(blob)):
         raise _Bad("array bytes are out of range")
-    return np.frombuffer(blob, dtype="<f4", count=count, offset=off).reshape(shape).astype(np.float32)
+    arr = np.frombuffer(blob, dtype=kind, count=count, offset=off).reshape(shape)
+    if kind == "|b1" and not np.isin(arr.view(np.uint8), (0, 1)).all():
+        raise _Bad("a bool array holds bytes other than 0 and 1")
+    return arr.astype(np.float32 if kind == "<f4" else arr.dtype.newbyteorder("="))
 
 
 def _samples(header: dict, blob: bytes) -> list:

@@ -14,8 +14,9 @@ interpreter, minimal environment, new session, watchdog) as
 3. only then ``exec`` the user's code, build ``Model(*get_init_inputs()).eval()``, call
    ``get_inputs()`` under fixed seeds, export, decompose to core ATen, run the model itself.
 
-It writes DATA only: a length-prefixed JSON header plus raw little-endian float32 bytes in
-``result.bin`` (graph records, weights, the seeded inputs and the model's own outputs), and
+It writes DATA only: a length-prefixed JSON header plus raw little-endian bytes (float32, and
+bool/int32/int64 buffers) in ``result.bin`` (graph records, weights, the seeded inputs and the
+model's own outputs), and
 JSON-line records on the protocol pipe (``phase``, then ``done`` or ``failure`` with a kind
 and a reason). The parent trusts none of it: it is parsed strictly and never executed.
 """
@@ -191,15 +192,22 @@ def _serialise(ep, torch) -> dict:
     return {"nodes": nodes, "output_kinds": out_kinds}
 
 
+# the array types that carry data, as little-endian bytes: float32 everywhere; bool and integer
+# buffers (a causal mask, positions) too, which the translation folds as constants
+WIRE = {"torch.float32": "<f4", "torch.bool": "|b1", "torch.int64": "<i8", "torch.int32": "<i4"}
+
+
 class _Blob:
     def __init__(self):
         self.parts, self.size = [], 0
 
-    def add(self, tensor, torch) -> dict:
+    def add(self, tensor, torch, weight: bool = False) -> dict:
+        """Record ``tensor``; its bytes go too where it is float32, or a weight of a type in WIRE."""
         t = tensor.detach().contiguous()
         rec = {"shape": list(t.shape), "dtype": str(t.dtype)}
-        if t.dtype == torch.float32:
-            data = t.numpy().astype("<f4", copy=False).tobytes()
+        wire = WIRE.get(str(t.dtype)) if weight or t.dtype == torch.float32 else None
+        if wire is not None:
+            data = t.numpy().astype(wire, copy=False).tobytes()
             rec.update(offset=self.size, nbytes=len(data))
             self.parts.append(data)
             self.size += len(data)
@@ -323,7 +331,7 @@ def capture(source: str, request: dict, torch) -> tuple[dict, _Blob]:
             if value is None:
                 value = ep.constants.get(src)
             if isinstance(value, torch.Tensor):
-                weights[rec["name"]] = blob.add(value, torch)
+                weights[rec["name"]] = blob.add(value, torch, weight=True)
     emit("phase", phase="run")
     runs = []
     for seed, inputs in zip(request["seeds"], samples):

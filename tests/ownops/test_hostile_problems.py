@@ -103,3 +103,32 @@ def test_it_refuses_a_problem_that_allocates_without_end(where):
     r = run(f"allocate_{where}")
     assert r.kind == "memory", r.reason
     assert "memory" in r.reason
+
+
+def test_bool_and_integer_buffers_from_the_child_are_parsed_strictly():
+    """Bool and integer buffers now carry bytes (a causal mask, positions): a child that sends
+    a bool other than 0/1 or an integer array of the wrong length is refused as malformed, and
+    integer bytes where only float32 may be (a sample) by their type; none is translated."""
+    import dataclasses
+    import json
+
+    raw = capture.run_child(source("causal_mask_buffers"), limits=LIMITS)
+    assert isinstance(raw, capture.RawCapture), raw
+    assert not isinstance(capture.from_raw(raw), capture.CaptureFailure)
+    weights = raw.header["weights"]
+    mask = next(r for r in weights.values() if r["dtype"] == "torch.bool")
+    ids = next(r for r in weights.values() if r["dtype"] == "torch.int64")
+
+    def tampered(blob=raw.blob, kind="protocol", **header):
+        got = capture.from_raw(dataclasses.replace(raw, blob=blob, header={**json.loads(json.dumps(raw.header)), **header}))
+        assert isinstance(got, capture.CaptureFailure) and got.kind == kind, got
+        return got.reason
+
+    blob = bytearray(raw.blob)
+    blob[mask["offset"]] = 2
+    assert "bool" in tampered(bytes(blob))
+    short = {k: ({**r, "nbytes": r["nbytes"] - 8} if r is ids else r) for k, r in weights.items()}
+    assert "out of range" in tampered(weights=short)
+    samples = json.loads(json.dumps(raw.header["samples"]))
+    samples[0]["outputs"][0] = {**samples[0]["outputs"][0], "dtype": "torch.int64"}
+    assert "float32" in tampered(samples=samples, kind="dtype")

@@ -117,3 +117,18 @@ def test_preview_reports_supported_and_unsupported_nodes_without_storing(tmp_pat
     ok = service.preview(problem("return torch.softmax(x, dim=1) * 2"))
     assert ok.supported and ok.groups and ok.groups[0]["family"] == "reduction"
     assert not list(tmp_path.iterdir())
+
+
+def test_an_embedding_lookup_scattered_over_too_many_runs_of_rows_is_refused(tmp_path):
+    """Lookups at positions fixed at capture are rows of the table, as slices (problems/
+    positional_embedding.py, causal_mask_buffers.py); a buffer of shuffled indices would be
+    one slice per row: refused past EMBEDDING_RUNS runs, naming the node and the count."""
+    from kernels.graph.aten_tensor import EMBEDDING_RUNS
+    n = 2 * EMBEDDING_RUNS + 2
+    tail = TAIL.replace("torch.randn(6, 5)", f"torch.randn({n}, 5)")
+    src = problem("return x + self.emb(self.ids)", tail=tail,
+                  init=f"self.emb = nn.Embedding({n}, 5)\n"
+                       f"self.register_buffer('ids', torch.arange({n}).view(2, -1).t().reshape(-1))")
+    f = refused(src, tmp_path)
+    assert f.kind == "unsupported" and f.node and f.node in f.reason
+    assert "embedding" in f.reason and f"{n} runs" in f.reason, f.reason

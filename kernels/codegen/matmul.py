@@ -429,7 +429,7 @@ class _Matmul:
             Param(f"{P}JB", "choice", choices=(16, 32, 64, 128, 256, 512), default=64, when=f"{P}ALGO == 2",
                   help="ALGO 2: columns of the output per chunk a thread takes"),
         ] + ([
-            Param(f"{P}GR", "choice", choices=(1, 2, 4, 8), default=4, when=f"{P}ALGO == 2",
+            Param(f"{P}GR", "choice", choices=(1, 2, 4, 8), default=ctx.gemv_rows, when=f"{P}ALGO == 2",
                   help="ALGO 2 over weight rows: rows summed per pass over A's row (4: four rows share "
                        "each load of A; 8: eight independent sums hide the FMA latency; 1: each thread "
                        "streams the weight in order)"),
@@ -539,7 +539,8 @@ class _Matmul:
 # reads the weight as one sequential stream per thread; 4 and 8 read four or eight interleaved
 # row streams. Which streams fastest depends on the host, so the search owns it:
 # bench/gemv_stream.c on an AMD EPYC Zen 5 VM streamed 47-49 GB/s one row at a time against
-# 40 GB/s four at a time; on a Zen 3 VM eight rows 22-25 GB/s, four 18-23, one 12-16, 2026-12-07);
+# 40 GB/s four at a time; on a Zen 3 VM eight rows 22-25 GB/s, four 18-23, one 12-16, 2026-12-07;
+# its default is the host's fastest, measured by kernels/codegen/streaming.py);
 # "axpy": B(p, j) = b[p*RSB + j]: the chunk's outputs accumulate a row of B per p;
 # anything else: scalar loops. Threads split the output's columns in JB chunks, so B is read
 # once, in order, with no packing: the weight-streaming case of a decode step.

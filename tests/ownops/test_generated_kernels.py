@@ -140,17 +140,18 @@ def test_the_matrix_vector_path_is_correct_for_every_layout(name, fuse, imported
     assert out.status == "ok", out.reason
 
 
-@pytest.mark.parametrize("gr", [1, 2, 8])
+@pytest.mark.parametrize("gr", [1, 2, 4, 8])
 @pytest.mark.parametrize("name", ["gemm_bias_gelu", "bmm_transposed_scale", "linear3d_relu_residual"])
 def test_the_matrix_vector_dot_products_are_correct_at_every_rows_per_pass(name, gr, imported):
-    """ALGO 2 over a weight read as rows sums GR rows per pass over A's row (4, the default,
-    is covered above): with JB 16 the chunks of 29, 27 and 41 columns end in 13, 11 and 9, so
-    every pass size at or below GR and the single rows after it run."""
+    """ALGO 2 over a weight read as rows sums GR rows per pass over A's row (the default is the
+    host's fastest, kernels/codegen/streaming.py): with JB 16 the chunks of 29, 27 and 41
+    columns end in 13, 11 and 9, so every pass size at or below GR and the single rows after it run."""
+    from kernels.codegen.streaming import host_rows_per_pass
     assert imported(name).ok
     space = workloads.get(name).template("cpu").space
     groups = sorted(k[:-len("_GR")] for k in space.names if k.endswith("_GR"))
     assert groups, "a Linear weight (B read as rows contiguous in k) has the rows-per-pass knob"
-    assert space.param(f"{groups[0]}_GR").default == 4
+    assert space.param(f"{groups[0]}_GR").default == host_rows_per_pass()
     out = evaluate(name, **{f"{g}_{k}": v for g in groups for k, v in (("ALGO", 2), ("JB", 16), ("GR", gr))})
     assert out.status == "ok", out.reason
 

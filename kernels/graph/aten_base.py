@@ -22,7 +22,7 @@ UNSUPPORTED_WHY = {
     "sort": "sorting is not supported", "topk": "top-k is not supported",
     "argmax": "argmax/argmin produce integer tensors, which are not supported",
     "argmin": "argmax/argmin produce integer tensors, which are not supported",
-    "embedding": "embedding lookups by indices computed from the inputs are not supported",
+    "embedding": "only embedding lookups at positions fixed in the model are supported (aten.embedding)",
     "pad": "padding is not supported yet", "roll": "roll is not supported",
     "upsample": "upsampling is not supported", "interpolate": "interpolation is not supported",
     "empty": "uninitialised tensors (torch.empty) are not supported",

@@ -305,7 +305,10 @@ def capture(source: str, request: dict, torch) -> tuple[dict, _Blob]:
         if not isinstance(t, torch.Tensor):
             continue   # Python scalars are baked into the graph by export
         if t.dtype != torch.float32:
-            raise Refusal("dtype", f"input {i} of get_inputs() is {t.dtype}; only float32 tensors are supported")
+            hint = ("; token ids? import the model from its embedded hidden states (lookups at positions "
+                    "fixed in the model, such as torch.arange, are supported)") if not t.dtype.is_floating_point \
+                and t.dtype != torch.bool else ""
+            raise Refusal("dtype", f"input {i} of get_inputs() is {t.dtype}; only float32 tensors are supported{hint}")
     emit("phase", phase="export")
     try:
         with torch.no_grad():

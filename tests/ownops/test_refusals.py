@@ -79,7 +79,7 @@ def test_a_non_float32_input_is_refused(tmp_path):
 def test_an_integer_input_is_refused(tmp_path):
     f = refused(problem("return x * 2", tail=TAIL.replace("torch.randn(6, 5)", "torch.arange(30).view(6, 5)")),
                 tmp_path)
-    assert f.kind == "dtype" and "int64" in f.reason
+    assert f.kind == "dtype" and "int64" in f.reason and "hidden states" in f.reason
 
 
 def test_a_model_that_mutates_its_state_is_refused(tmp_path):

@@ -7,18 +7,20 @@ depends on the host, and by more than the search can see in a whole engine's noi
 and each was slower elsewhere). So the knob's default is this host's: the probe compiles the
 generator's own pass (``matmul.GEMV_DOT``) at every ``GR``, times each over weights four times
 the last-level cache (at least 128 MiB), and keeps the fastest where it beats the old default
-of four rows by more than the probe's noise. The result is cached per host fingerprint and
-probe source, first writer wins, so every process of one host generates the same defaults.
+of four rows by more than the probe's noise. The result is kept per host fingerprint and
+probe source, first writer wins (:mod:`kernels.codegen.hostprobe`), so every process of one
+host generates the same defaults.
 """
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import subprocess
 import tempfile
 from pathlib import Path
+
+from kernels.codegen import hostprobe
 
 ROWS = (1, 2, 4, 8)           # the values of the GR knob
 DEFAULT = 4                   # without a measurement (and unless another value beats it)
@@ -99,34 +101,16 @@ def measure(threads: int, llc_bytes: int = 0, cc: str = "gcc") -> dict:
 def host_rows_per_pass() -> int:
     """This host's GR default (measured once per fingerprint and probe, then read back);
     DEFAULT where the probe cannot run."""
-    from kernels.targets.base import cache_dir
     from kernels.targets.cpu import cpu_fingerprint
-    fp = cpu_fingerprint()
     threads = os.cpu_count() or 1
-    digest = hashlib.sha256(probe_source(threads).encode()).hexdigest()
-    key = hashlib.sha256((json.dumps(fp, sort_keys=True) + digest).encode()).hexdigest()[:16]
-    path = cache_dir() / f"rows-per-pass-{key}.json"
+
+    def record() -> dict:
+        seconds = measure(threads, int(cpu_fingerprint().get("llc_bytes") or 0))
+        return {"rows": choose(seconds), "seconds": {str(g): seconds[g] for g in ROWS},
+                "matrices": seconds["matrices"], "threads": threads}
+
+    got = hostprobe.once("rows-per-pass", probe_source(threads), record)
     try:
-        return int(json.loads(path.read_text())["rows"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    try:
-        seconds = measure(threads, int(fp.get("llc_bytes") or 0))
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+        return int(got["rows"]) if got else DEFAULT
+    except (KeyError, TypeError, ValueError):
         return DEFAULT
-    record = {"rows": choose(seconds), "seconds": {str(g): seconds[g] for g in ROWS},
-              "matrices": seconds["matrices"], "threads": threads, "fingerprint_key": key}
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(record))
-        os.link(tmp, path)            # the first process to measure decides for every other
-    except FileExistsError:
-        pass
-    except OSError:
-        return record["rows"]
-    finally:
-        tmp.unlink(missing_ok=True)
-    try:
-        return int(json.loads(path.read_text())["rows"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return record["rows"]

@@ -39,15 +39,16 @@ def host_vector_registers() -> int:
 
 class Ctx:
     """One group's view of the program: buffer names, trees, knob names, the host's cores,
-    vector registers (``vregs``) and fastest matrix-vector pass (``gemv_rows``).
+    the form its deep Linears start in (``gemm_form``: matmul's ALGO 1, packed, or 3, dot
+    tiles) and its fastest matrix-vector pass (``gemv_rows``).
 
     ``read(v)``/``write(v)`` return the C name of ``v``'s buffer inside the group function
     and record it in the function's signature (``uses``, in first-use order)."""
 
-    def __init__(self, part: Partition, plan: Plan, names: dict, cores: int, group: Group, vregs: int = 32,
+    def __init__(self, part: Partition, plan: Plan, names: dict, cores: int, group: Group, gemm_form: int = 3,
                  gemv_rows: int = 4):
         self.part, self.plan, self.graph = part, plan, part.graph
-        self.names, self.cores, self.group, self.vregs, self.gemv_rows = names, cores, group, vregs, gemv_rows
+        self.names, self.cores, self.group, self.gemm_form, self.gemv_rows = names, cores, group, gemm_form, gemv_rows
         self.uses: dict[str, str] = {}   # value -> "r" | "w"
 
     def read(self, value: str) -> str:

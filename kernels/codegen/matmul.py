@@ -414,9 +414,10 @@ class _Matmul:
         threads = ctx.threads_param(flops / 8, "OpenMP threads")
         big = self.M * self.N * self.K >= 32768
         # dot tiles need enough k to pay for their lane sums (the figures above DOT_KERNEL), and
-        # 32 vector registers: their default 4 x 6 tile holds 30, so with AVX2's 16 it spills (on
-        # a Zen 3 VM the issue's prefill ran 236 ms with them, 196 ms packed: docs/engine.md)
-        dot = big and self.dot and self.K >= 256 and ctx.vregs >= 32
+        # a host where they beat packing: measured once per host (kernels/codegen/gemm_form.py);
+        # their default 4 x 6 tile holds 30 vector registers, so with AVX2's 16 it spills (on a
+        # Zen 3 VM the issue's prefill ran 236 ms with them, 196 ms packed: docs/engine.md)
+        dot = big and self.dot and self.K >= 256 and ctx.gemm_form == 3
         algo = 2 if self.M <= GEMV_ROWS else 3 if dot else 1 if big else 0
         mc = balanced_mc(self.M, threads.default if not nbatch >= max(ctx.cores, 1) else 1)
         return [

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from kernels.codegen import cmath, dynamic, registry, team
 from kernels.codegen.expr import NeedsBuffer
-from kernels.codegen.family import Ctx, host_vector_registers
+from kernels.codegen.family import Ctx
+from kernels.codegen.gemm_form import host_gemm_form
 from kernels.codegen.streaming import host_rows_per_pass
 from kernels.codegen.partition import Group, Partition, Plan, partition
 from kernels.graph import opset
@@ -62,7 +63,7 @@ class Program:
 
 
 def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | None = None,
-                   vregs: int | None = None, gemv_rows: int | None = None, title: str = "",
+                   vregs: int | None = None, gemm_form: int | None = None, gemv_rows: int | None = None, title: str = "",
                    param_digests: list | None = None) -> Program:
     """One source for the same problem captured at several shapes: a unit per shape (dims
     baked in), ``kernel`` taking the dims as trailing ``int64_t`` args to pick the unit.
@@ -71,7 +72,8 @@ def generate_multi(graphs: list, dims: list, dim_names: list, *, cores: int | No
     and whose units differ only in integers affine in it share one unit reading that dim at
     run time, dispatched over the range they span (:mod:`kernels.codegen.dynamic`; members
     must have the same ``param_digests``, where given)."""
-    progs = [generate(g, cores=cores, vregs=vregs, gemv_rows=gemv_rows, prefix=f"s{k}_") for k, g in enumerate(graphs)]
+    progs = [generate(g, cores=cores, vregs=vregs, gemm_form=gemm_form, gemv_rows=gemv_rows, prefix=f"s{k}_")
+             for k, g in enumerate(graphs)]
     first = progs[0]
     params, constraints = list(first.params), list(first.constraints)
     for k, p in enumerate(progs[1:], 1):
@@ -151,14 +153,16 @@ def normalise(graph: Graph) -> tuple[Graph, dict]:
     return Graph(graph.inputs, graph.params, tuple(nodes), tuple(outs)), alias
 
 
-def generate(graph: Graph, *, cores: int | None = None, vregs: int | None = None, gemv_rows: int | None = None,
-             title: str = "", prefix: str = "") -> Program:
+def generate(graph: Graph, *, cores: int | None = None, vregs: int | None = None, gemm_form: int | None = None,
+             gemv_rows: int | None = None, title: str = "", prefix: str = "") -> Program:
     """The program for ``graph``. Its knobs' defaults are for this host unless told: ``cores``
-    (the threads), ``vregs`` (32 vector registers with AVX-512, else 16: which GEMM form a
-    deep Linear starts with) and ``gemv_rows`` (the weight rows a matrix-vector pass sums: the
-    host's fastest, :mod:`kernels.codegen.streaming`)."""
+    (the threads), ``gemm_form`` (the form a deep Linear starts in, matmul's ALGO 1 or 3: the
+    host's faster, :mod:`kernels.codegen.gemm_form`; or, for another host, the rule ``vregs``
+    gives: dot tiles with 32 vector registers, else packed) and ``gemv_rows`` (the weight rows
+    a matrix-vector pass sums: the host's fastest, :mod:`kernels.codegen.streaming`)."""
     cores = cores or os.cpu_count() or 1
-    vregs = vregs or host_vector_registers()
+    if gemm_form is None:
+        gemm_form = host_gemm_form() if vregs is None else 3 if vregs >= 32 else 1
     gemv_rows = gemv_rows or host_rows_per_pass()
     g2, _ = normalise(graph)
     keep_out: dict = {}
@@ -166,7 +170,7 @@ def generate(graph: Graph, *, cores: int | None = None, vregs: int | None = None
     for _ in range(32):
         part = partition(g2, keep_out=keep_out, force=force)
         try:
-            return _assemble(graph, g2, part, (cores, vregs, gemv_rows), title, prefix)
+            return _assemble(graph, g2, part, (cores, gemm_form, gemv_rows), title, prefix)
         except NeedsBuffer as exc:
             node = Plan(g2).nodes.get(exc.value)
             if node is not None and opset.family(node.op) in ("pointwise", "view") and node.dtype == "f32":
@@ -226,7 +230,7 @@ def _culprits(part: Partition, exc: NeedsBuffer):
 
 
 def _assemble(orig: Graph, graph: Graph, part: Partition, host: tuple, title: str, prefix: str) -> Program:
-    cores, vregs, gemv_rows = host
+    cores, gemm_form, gemv_rows = host
     plan = Plan(graph)
     out_names = output_names(orig)
     # inside the source every buffer has a prefixed name, so that no user-chosen input name
@@ -249,7 +253,7 @@ def _assemble(orig: Graph, graph: Graph, part: Partition, host: tuple, title: st
     for g in part.groups:
         forms = ([(g, "fused"), (g, "unfused")] + [(s, "split") for s in _splits(g)]) if g.fuse else [(g, None)]
         for grp, form in forms:
-            ctx = Ctx(part, plan, names, cores, grp, vregs, gemv_rows)
+            ctx = Ctx(part, plan, names, cores, grp, gemm_form, gemv_rows)
             ctx.form, ctx.prefix = form, prefix
             fam = registry.get(grp.family)
             try:

@@ -87,22 +87,25 @@ def test_the_dot_tiles_are_correct_at_every_tile_shape(name, mr, nr, imported):
 
 
 def test_the_dot_tiles_are_the_default_for_a_deep_linear_where_they_fit_and_their_tail_is_checked(imported):
-    """A Linear with k >= 256 gets the dot tiles by default on a host with 32 vector registers
-    (AVX-512) and the packed GEMM on one with 16 (AVX2: the default 4 x 6 tile needs 30); a
-    control: the same kernel without its scalar tail (k 389 = 24 vectors + 5) is refused, so
-    the tests above exercise it."""
+    """A Linear with k >= 256 starts in the form the host's probe measured faster
+    (kernels/codegen/gemm_form.py); generated for another host, by its registers: dot tiles
+    with 32 (AVX-512), packed with 16 (AVX2: the default 4 x 6 tile needs 30). A control: the
+    same kernel without its scalar tail (k 389 = 24 vectors + 5) is refused, so the tests
+    above exercise it."""
     from kernels.codegen import program
-    from kernels.codegen.family import host_vector_registers
+    from kernels.codegen.gemm_form import host_gemm_form
     from kernels.graph import store
     assert imported("linear_deep_silu").ok
     wl = workloads.get("linear_deep_silu")
     src, params = wl.template("cpu").seeds()[0]
     (g,) = dot_groups("linear_deep_silu")
-    assert params[f"{g}_ALGO"] == (3 if host_vector_registers() >= 32 else 1)      # this host's default
+    assert params[f"{g}_ALGO"] == host_gemm_form()      # this host's default
     graph, _ = store.read_shape(store.lookup("linear_deep_silu"), 0)
     for vregs, algo in ((32, 3), (16, 1)):
         space = program.generate(graph, vregs=vregs).space
         assert space.param(f"{g}_ALGO").default == algo, vregs
+    for form in (1, 3):
+        assert program.generate(graph, gemm_form=form).space.param(f"{g}_ALGO").default == form
     params[f"{g}_ALGO"] = 3
     assert evaluate("linear_deep_silu", **{f"{g}_ALGO": 3}).status == "ok"
     broken = src.replace("s[i][j] += ar[i][q] * wr[j][q];", "(void)q;")

@@ -14,6 +14,27 @@ if str(ROOT) not in sys.path:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _each_test_password_hashed_once():
+    """The suite's users share a handful of passwords. Each is hashed once, by the production
+    hasher at its full work factor (~0.25 s here), and that hash is reused for every user given
+    the same password, rather than hashed again for each of the ~4 users hundreds of tests
+    create. Logins still check passwords against real hashes; only the salt repeats."""
+    from django.contrib.auth import base_user, models
+    real, memo = base_user.make_password, {}
+
+    def make_password(password, salt=None, hasher="default"):
+        if not isinstance(password, str) or salt is not None or hasher != "default":
+            return real(password, salt, hasher)
+        if password not in memo:
+            memo[password] = real(password)
+        return memo[password]
+
+    base_user.make_password = models.make_password = make_password   # set_password, create_user
+    yield
+    base_user.make_password = models.make_password = real
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory):
     """Compiled kernels and host ceilings go to a per-session cache, not the user's."""
     if "INT21_TEST_KEEP_CACHE" not in os.environ:

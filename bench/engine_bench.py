@@ -127,6 +127,15 @@ def _probe() -> dict:
     return {k: data[k] for k in ("copy_gbs", "triad_gbs", "peak_gflops", "copy_nt_gbs") if k in data}
 
 
+def _host_defaults() -> dict:
+    """The host's measured generator defaults the engine's sources started from (each read
+    back from its record: kernels/codegen/gemm_form.py and streaming.py)."""
+    from kernels.codegen.gemm_form import host_gemm_form
+    from kernels.codegen.streaming import host_rows_per_pass
+    return {"gemm_form": {1: "packed (ALGO 1)", 3: "dot tiles (ALGO 3)"}[host_gemm_form()],
+            "gemv_rows_per_pass": host_rows_per_pass()}
+
+
 def _limits(probes: dict) -> tuple[float, float]:
     """(FMA peak, copy bandwidth): the higher of the run's probes."""
     return (max(p.get("peak_gflops", 0.0) for p in probes.values()),
@@ -152,6 +161,10 @@ def table(report: dict) -> str:
     if probes:
         peak, copy = _limits(probes)
         lines.append(f"roofline probe in this run: FMA peak {peak:.0f} GFLOP/s, copy {copy:.1f} GB/s")
+    if report.get("host_defaults"):
+        d = report["host_defaults"]
+        lines.append(f"this host's probed defaults: deep Linears in {d['gemm_form']}, "
+                     f"{d['gemv_rows_per_pass']} weight rows per matrix-vector pass")
     if report.get("omp_wait") == "default":
         lines.append("idle OpenMP threads: libgomp's default (they spin a while), not the harness's passive policy")
         for c in report["cases"]:
@@ -312,6 +325,7 @@ def main(argv=None) -> int:
                                                                          "source_bytes", "arena", "shapes")}
                               for p, info in record["phases"].items()}},
         "default_point": not args.budget, "cases": out_cases,
+        "host_defaults": _host_defaults(),
     }
     stamp = started.strftime("%Y-%m-%d")
     host = platform.node().split(".")[0] or "host"

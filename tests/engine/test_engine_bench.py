@@ -20,6 +20,17 @@ def test_the_table_shows_each_peer_and_the_speedup_over_the_best():
     text = engine_bench.table(report)
     assert "onnxruntime ms" in text and "openvino" not in text
     assert "1.60x" in text and "arena 1.0 KiB (without reuse 4.0 KiB)" in text
+    assert "probed defaults" not in text
+    report["host_defaults"] = {"gemm_form": "dot tiles (ALGO 3)", "gemv_rows_per_pass": 8}
+    assert "deep Linears in dot tiles (ALGO 3), 8 weight rows per matrix-vector pass" in engine_bench.table(report)
+
+
+def test_the_report_records_the_host_defaults_the_sources_started_from():
+    from kernels.codegen.gemm_form import host_gemm_form
+    from kernels.codegen.streaming import host_rows_per_pass
+    got = engine_bench._host_defaults()
+    assert got["gemv_rows_per_pass"] == host_rows_per_pass()
+    assert got["gemm_form"].endswith(f"(ALGO {host_gemm_form()})")
 
 
 def test_set_changes_the_matching_knobs_and_refuses_a_value_they_cannot_take():

@@ -37,3 +37,17 @@ class Imports:
 def imported(ops_dir):
     """``imported(name)`` → the ImportResult of tests/ownops/problems/<name>.py (cached)."""
     return Imports(ops_dir)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """An empty INT21_CACHE_DIR, and neither host probe's choice remembered in this process
+    (the rows per matrix-vector pass, the deep Linears' GEMM form)."""
+    from kernels.codegen import gemm_form, streaming
+    probes = (streaming.host_rows_per_pass, gemm_form.host_gemm_form)
+    monkeypatch.setenv("INT21_CACHE_DIR", str(tmp_path))
+    for probe in probes:
+        probe.cache_clear()
+    yield tmp_path
+    for probe in probes:
+        probe.cache_clear()

@@ -34,14 +34,6 @@ def test_the_other_form_replaces_the_incumbent_only_beyond_the_noise(seconds, in
     assert gemm_form.choose(seconds, incumbent) == form
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INT21_CACHE_DIR", str(tmp_path))
-    gemm_form.host_gemm_form.cache_clear()
-    yield tmp_path
-    gemm_form.host_gemm_form.cache_clear()
-
-
 def test_the_hosts_form_is_measured_once_and_the_first_record_decides(fresh_cache, monkeypatch):
     calls = []
 

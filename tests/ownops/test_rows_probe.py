@@ -32,14 +32,6 @@ def test_another_value_replaces_four_rows_only_beyond_the_noise(seconds, rows):
     assert streaming.choose(seconds) == rows
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INT21_CACHE_DIR", str(tmp_path))
-    streaming.host_rows_per_pass.cache_clear()
-    yield tmp_path
-    streaming.host_rows_per_pass.cache_clear()
-
-
 def test_the_hosts_choice_is_measured_once_and_the_first_record_decides(fresh_cache, monkeypatch):
     calls = []
 

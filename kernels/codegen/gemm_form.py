@@ -9,7 +9,8 @@ Linear alone 2x faster on a Xeon VM; packed ran the issue's prefill 12-16% faste
 VM, both with AVX-512; on AVX2's 16 registers the dot tiles' default tile spills. So a deep
 Linear's default form is this host's faster one: the probe generates both forms of the
 prefill's two deepest Linear shapes through the generator itself, builds them with the
-harness's flags, checks each against NumPy and times them interleaved in a child process. The
+harness's flags, checks each against NumPy and times them interleaved in a child process, under
+the harness's OpenMP policy. The
 rule it replaces (dot tiles with 32 vector registers, else packed) is the incumbent: the other
 form must beat it by more than MARGIN. The choice is kept per host (:mod:`hostprobe`).
 
@@ -31,8 +32,12 @@ from kernels.codegen import hostprobe
 FORMS = (1, 3)                # packed, dot tiles (matmul's ALGO values)
 SHAPES = ((128, 2816, 1024), (128, 1024, 2816))   # (m, n, k): the prefill, FFN up and down
 MARGIN = 0.03                 # the other form must be this much faster than the incumbent
-ROUNDS, REPS = 5, 3
+ROUNDS, REPS = 10, 3       # rounds interleave the forms: a busy spell on a shared host hits both
 TOLERANCE = 1e-3              # a form whose product is further from NumPy's is never chosen
+# Timed as the harness times every candidate and engine: idle OpenMP threads sleep
+# (kernels/harness/sandbox.py says why). The packed form's barriers then cost a wake-up each,
+# which is much of what separates the two forms on some hosts (docs/engine.md).
+CHILD_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def linear(m: int, n: int, k: int):
@@ -86,7 +91,7 @@ def measure(threads: int) -> dict:
             spec.append({"lib": str(lib), "m": m, "n": n, "k": k, "form": form})
         done = subprocess.run([sys.executable, "-m", "kernels.codegen.gemm_form"], input=json.dumps(spec),
                               capture_output=True, text=True, timeout=300, check=True,
-                              cwd=Path(__file__).resolve().parents[2])
+                              cwd=Path(__file__).resolve().parents[2], env={**os.environ, **CHILD_ENV})
     got = json.loads(done.stdout)
     return {int(f): float(s) for f, s in got["seconds"].items()} | {"error": got["error"]}
 

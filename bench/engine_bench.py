@@ -130,9 +130,9 @@ def _probe() -> dict:
 def _host_defaults() -> dict:
     """The host's measured generator defaults the engine's sources started from (each read
     back from its record: kernels/codegen/gemm_form.py and streaming.py)."""
-    from kernels.codegen.gemm_form import host_gemm_form
+    from kernels.codegen.gemm_form import NAMES, host_gemm_form
     from kernels.codegen.streaming import host_rows_per_pass
-    return {"gemm_form": {1: "packed (ALGO 1)", 3: "dot tiles (ALGO 3)"}[host_gemm_form()],
+    return {"gemm_form": NAMES[host_gemm_form()],
             "gemv_rows_per_pass": host_rows_per_pass()}
 
 

@@ -76,9 +76,10 @@ def choose(seconds: dict, incumbent: int) -> int:
     return other if seconds[other] < seconds[incumbent] * (1 - MARGIN) else incumbent
 
 
-def measure(threads: int) -> dict:
+def measure(threads: int, quiet: float | None = hostprobe.QUIET) -> dict:
     """Build both forms of every shape and time them in a child: {form: seconds for one pass
-    over the shapes (the best of ROUNDS x REPS, interleaved)}, plus each form's error."""
+    over the shapes (the best of ROUNDS x REPS, interleaved)}, plus each form's error.
+    HostBusy where other programs ran beside the child (``quiet``: :func:`hostprobe.run_quiet`)."""
     from kernels.targets.cpu import BASE_FLAGS, CC
     flags = [f for f in BASE_FLAGS if f != "-fPIE"] + ["-fPIC", "-shared"]
     with tempfile.TemporaryDirectory(prefix="int21-gemm-form-") as tmp:
@@ -89,21 +90,25 @@ def measure(threads: int) -> dict:
             subprocess.run([CC, *flags, "-o", str(lib), str(src), "-lm"], check=True, capture_output=True,
                            timeout=180)
             spec.append({"lib": str(lib), "m": m, "n": n, "k": k, "form": form})
-        done = subprocess.run([sys.executable, "-m", "kernels.codegen.gemm_form"], input=json.dumps(spec),
-                              capture_output=True, text=True, timeout=300, check=True,
-                              cwd=Path(__file__).resolve().parents[2], env={**os.environ, **CHILD_ENV})
-    got = json.loads(done.stdout)
+        out = hostprobe.run_quiet([sys.executable, "-m", "kernels.codegen.gemm_form"], quiet, input=json.dumps(spec),
+                                  timeout=300, cwd=Path(__file__).resolve().parents[2], env={**os.environ, **CHILD_ENV})
+    got = json.loads(out)
     return {int(f): float(s) for f, s in got["seconds"].items()} | {"error": got["error"]}
 
 
-@functools.lru_cache(maxsize=1)
-def host_gemm_form() -> int:
-    """This host's default form for a deep Linear: measured once per fingerprint and probe,
-    then read back; where the probe cannot run, dot tiles with 32 vector registers, else packed."""
+NAMES = {1: "packed (ALGO 1)", 3: "dot tiles (ALGO 3)"}
+
+
+def host_record(again: bool = False) -> dict:
+    """This host's record: ``form`` and what it was chosen from (``seconds`` and ``error`` per
+    form, the ``incumbent``), ``measured`` and the record's ``path``; where the probe cannot
+    run, the registers rule's form with ``measured`` false. ``again`` measures anew."""
     from kernels.codegen.family import host_vector_registers
     from kernels.codegen.program import CodegenError
     incumbent = 3 if host_vector_registers() >= 32 else 1
     threads = os.cpu_count() or 1
+    rule = {"form": incumbent, "incumbent": incumbent, "measured": False, "path": None,
+            "reason": "the probe's own graphs did not generate"}
 
     def record() -> dict:
         got = measure(threads)
@@ -115,13 +120,22 @@ def host_gemm_form() -> int:
     try:
         text = probe_text(threads)
     except (CodegenError, ValueError):      # the probe's own graphs no longer generate: keep the rule
-        return incumbent
-    got = hostprobe.once("gemm-form", text, record)
+        return rule
+    got = hostprobe.once("gemm-form", text, record, again=again)
     try:
-        form = int(got["form"]) if got else incumbent
+        form = int(got["form"]) if got else None
     except (KeyError, TypeError, ValueError):
-        return incumbent
-    return form if form in FORMS else incumbent
+        form = None
+    if form not in FORMS:
+        return {**rule, "reason": hostprobe.LAST_ERROR.get("gemm-form", "its record was malformed")}
+    return {**got, "form": form, "measured": True, "path": str(hostprobe.record_path("gemm-form", text))}
+
+
+@functools.lru_cache(maxsize=1)
+def host_gemm_form() -> int:
+    """This host's default form for a deep Linear: measured once per fingerprint and probe,
+    then read back; where the probe cannot run, dot tiles with 32 vector registers, else packed."""
+    return host_record()["form"]
 
 
 def _child() -> None:

@@ -84,23 +84,24 @@ def choose(seconds: dict) -> int:
     return best if seconds[best] < seconds[DEFAULT] * (1 - MARGIN) else DEFAULT
 
 
-def measure(threads: int, llc_bytes: int = 0, cc: str = "gcc") -> dict:
-    """Compile and run the probe: seconds per sweep for each GR (the best of fifteen, interleaved)."""
+def measure(threads: int, llc_bytes: int = 0, cc: str = "gcc", quiet: float | None = hostprobe.QUIET) -> dict:
+    """Compile and run the probe: seconds per sweep for each GR (the best of fifteen, interleaved).
+    HostBusy where other programs ran beside it (``quiet``: :func:`hostprobe.run_quiet`)."""
     weights = max(128 << 20, 4 * llc_bytes)
     count = max(1, min(96, -(-weights // (N * K * 4))))
     with tempfile.TemporaryDirectory(prefix="int21-rows-") as tmp:
         src, exe = Path(tmp) / "rows.c", Path(tmp) / "rows"
         src.write_text(probe_source(threads))
         subprocess.run([cc, *FLAGS, "-o", str(exe), str(src)], check=True, capture_output=True, timeout=120)
-        out = subprocess.run([str(exe), str(count)], check=True, capture_output=True, text=True, timeout=120).stdout
+        out = hostprobe.run_quiet([str(exe), str(count)], quiet, timeout=120)
     got = json.loads(out)
     return {g: float(got[str(g)]) for g in ROWS} | {"matrices": count}
 
 
-@functools.lru_cache(maxsize=1)
-def host_rows_per_pass() -> int:
-    """This host's GR default (measured once per fingerprint and probe, then read back);
-    DEFAULT where the probe cannot run."""
+def host_record(again: bool = False) -> dict:
+    """This host's record: ``rows`` and what they were chosen from (``seconds`` per GR over
+    ``matrices`` weights), ``measured`` and the record's ``path``; DEFAULT with ``measured``
+    false where the probe cannot run. ``again`` measures anew."""
     from kernels.targets.cpu import cpu_fingerprint
     threads = os.cpu_count() or 1
 
@@ -109,8 +110,20 @@ def host_rows_per_pass() -> int:
         return {"rows": choose(seconds), "seconds": {str(g): seconds[g] for g in ROWS},
                 "matrices": seconds["matrices"], "threads": threads}
 
-    got = hostprobe.once("rows-per-pass", probe_source(threads), record)
+    text = probe_source(threads)
+    got = hostprobe.once("rows-per-pass", text, record, again=again)
     try:
-        return int(got["rows"]) if got else DEFAULT
+        rows = int(got["rows"]) if got else None
     except (KeyError, TypeError, ValueError):
-        return DEFAULT
+        rows = None
+    if rows not in ROWS:
+        return {"rows": DEFAULT, "measured": False, "path": None,
+                "reason": hostprobe.LAST_ERROR.get("rows-per-pass", "its record was malformed")}
+    return {**got, "rows": rows, "measured": True, "path": str(hostprobe.record_path("rows-per-pass", text))}
+
+
+@functools.lru_cache(maxsize=1)
+def host_rows_per_pass() -> int:
+    """This host's GR default (measured once per fingerprint and probe, then read back);
+    DEFAULT where the probe cannot run."""
+    return host_record()["rows"]

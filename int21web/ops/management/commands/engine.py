@@ -13,6 +13,8 @@
                                                 each group timed as its own workload (kernels.engine.breakdown)
     engine show NAME [--json]                   arena, groups, validation, best speedups
     engine list [--json]
+    engine host [--measure] [--json]            the generator defaults this host's probes measured
+                                                (a deep Linear's GEMM form, rows per matrix-vector pass)
 
 ``--json`` prints exactly one JSON object on stdout. ``engine run``'s has the names scripts
 rely on: ``{"correct", "status", "reason", "median_ms", "speedup": {peer: ratio}, "groups",
@@ -42,7 +44,7 @@ def _ints(text: str | None, what: str) -> list[int] | None:
 
 class Command(BaseCommand):
     help = ("Engines: a whole decoder model as generated, verified prefill and decode programs. "
-            "Subcommands: import, check, greedy, run, breakdown, show, list.")
+            "Subcommands: import, check, greedy, run, breakdown, show, list, host.")
 
     def add_arguments(self, parser):
         # the issue's one-shot form: engine --model decoder:...|PATH.py|DIR [--phase P] [--budget N] [--json]
@@ -105,11 +107,15 @@ class Command(BaseCommand):
         show.add_argument("--json", action="store_true")
         ls = sub.add_parser("list", help="the engines")
         ls.add_argument("--json", action="store_true")
+        host = sub.add_parser("host", help="the generator defaults this host's probes measured, and from what")
+        host.add_argument("--measure", action="store_true", help="measure both probes again, replacing their records")
+        host.add_argument("--json", action="store_true")
 
     def handle(self, *args, **o):
         if not o.get("action"):
             if not o.get("model"):
-                raise CommandError("give a subcommand (import, check, greedy, run, show, list) or --model", returncode=2)
+                raise CommandError("give a subcommand (import, check, greedy, run, breakdown, show, list, host) or --model",
+                                   returncode=2)
             o = self._one_shot(o)
         try:
             getattr(self, f"_{o['action']}")(o)
@@ -240,6 +246,42 @@ class Command(BaseCommand):
         rows = [{"name": r.name, "model": r.record.get("model"), "phases": list(r.record.get("phases", {}))}
                 for r in m.Engine.objects.all()]
         self._print(o, {"engines": rows}, lambda d: [f"{r['name']}: {', '.join(r['phases'])}" for r in d["engines"]])
+
+    def _host(self, o):
+        """Both host probes' records; with ``--measure``, measured again first. Programs
+        generated from then on start from them (imported workloads keep the defaults they
+        were generated with)."""
+        from kernels.codegen import gemm_form, streaming
+        from kernels.targets.base import cache_dir
+        if o.get("measure"):
+            self.stderr.write("measuring this host's GEMM forms and matrix-vector passes (a few seconds) ...")
+        data = {"gemm_form": gemm_form.host_record(again=bool(o.get("measure"))),
+                "rows_per_pass": streaming.host_record(again=bool(o.get("measure"))),
+                "cache_dir": str(cache_dir())}
+        gemm_form.host_gemm_form.cache_clear()
+        streaming.host_rows_per_pass.cache_clear()
+        self._print(o, data, _host_lines)
+
+
+def _host_lines(d: dict):
+    from kernels.codegen import streaming
+    from kernels.codegen.gemm_form import MARGIN, NAMES, SHAPES
+    g, r = d["gemm_form"], d["rows_per_pass"]
+    yield f"the generator's defaults on this host (records in {d['cache_dir']}; `engine host --measure` measures again)"
+    yield f"  a deep Linear starts {NAMES[g['form']]}"
+    if g["measured"]:
+        shapes = " and ".join(f"{m}x{k}->{n}" for m, n, k in SHAPES)
+        times = ", ".join(f"{NAMES[int(f)].split(' (')[0]} {1e3 * float(t):.2f} ms" for f, t in sorted(g["seconds"].items()))
+        yield (f"    measured: {times} for the Linears {shapes}; the registers rule's "
+               f"{NAMES[g['incumbent']].split(' (')[0]} stays unless the other is {100 * MARGIN:.0f}% faster")
+    else:
+        yield f"    not measured ({g['reason']}): the registers rule decides until a later process measures"
+    yield f"  a matrix-vector pass sums {r['rows']} weight rows"
+    if r["measured"]:
+        times = ", ".join(f"{g_} rows {1e3 * float(t):.1f} ms" for g_, t in sorted(r["seconds"].items(), key=lambda x: int(x[0])))
+        yield f"    measured over {r['matrices']} weights of {streaming.N * streaming.K * 4 / 1e6:.1f} MB: {times}"
+    else:
+        yield f"    not measured ({r['reason']}): four rows until a later process measures"
 
 
 def _show_lines(d: dict):

@@ -121,14 +121,7 @@ def host_record(again: bool = False) -> dict:
         text = probe_text(threads)
     except (CodegenError, ValueError):      # the probe's own graphs no longer generate: keep the rule
         return rule
-    got = hostprobe.once("gemm-form", text, record, again=again)
-    try:
-        form = int(got["form"]) if got else None
-    except (KeyError, TypeError, ValueError):
-        form = None
-    if form not in FORMS:
-        return {**rule, "reason": hostprobe.LAST_ERROR.get("gemm-form", "its record was malformed")}
-    return {**got, "form": form, "measured": True, "path": str(hostprobe.record_path("gemm-form", text))}
+    return hostprobe.choice("gemm-form", text, record, "form", FORMS, rule, again=again)
 
 
 @functools.lru_cache(maxsize=1)

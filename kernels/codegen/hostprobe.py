@@ -34,27 +34,14 @@ PROBE_ERRORS = (OSError, subprocess.SubprocessError, ValueError, KeyError)
 LAST_ERROR: dict[str, str] = {}      # kind -> why its last measurement was not kept (engine host shows it)
 
 
-def _sample() -> tuple:
-    """(/proc/stat text, CPU seconds of this process's waited-for children, wall seconds)."""
-    import resource
-    import time
-    try:
-        with open("/proc/stat") as f:
-            text = f.read()
-    except OSError:
-        text = None
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return text, ru.ru_utime + ru.ru_stime, time.perf_counter()
-
-
 def run_quiet(argv: list, quiet: float | None = QUIET, **kw) -> str:
     """Run a probe's timing child (``subprocess.run`` keywords in ``kw``) and return its
     stdout; HostBusy where other programs took more than ``quiet`` CPUs per wall second
     while it ran (None: not checked)."""
-    from kernels.harness.calm import others_share
-    before = _sample()
+    from kernels.harness.calm import host_sample, others_between
+    before = host_sample(children=True)
     done = subprocess.run(argv, check=True, capture_output=True, text=True, **kw)
-    others = others_share(before, _sample())
+    others = others_between(before, host_sample(children=True))
     if quiet is not None and others is not None and others > quiet:
         raise HostBusy(f"other programs took {others:.2f} CPUs beside the probe (at most {quiet} for its timings "
                        "to be kept)")
@@ -104,3 +91,19 @@ def once(kind: str, probe: str, measure: Callable[[], dict], again: bool = False
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return record
+
+
+def choice(kind: str, probe: str, measure: Callable[[], dict], field: str, allowed, fallback: dict,
+           again: bool = False) -> dict:
+    """The record of ``kind`` (:func:`once`) where its ``field`` is one of ``allowed``, with
+    ``measured`` true and its ``path``; else ``fallback`` with ``measured`` false and the
+    ``reason`` (the probe could not run, the host was busy, or the record was malformed)."""
+    got = once(kind, probe, measure, again=again)
+    try:
+        value = int(got[field]) if got else None
+    except (KeyError, TypeError, ValueError):
+        value = None
+    if value not in allowed:
+        return {**fallback, "measured": False, "path": None,
+                "reason": LAST_ERROR.get(kind, "its record was malformed")}
+    return {**got, field: value, "measured": True, "path": str(record_path(kind, probe))}

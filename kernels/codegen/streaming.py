@@ -110,16 +110,8 @@ def host_record(again: bool = False) -> dict:
         return {"rows": choose(seconds), "seconds": {str(g): seconds[g] for g in ROWS},
                 "matrices": seconds["matrices"], "threads": threads}
 
-    text = probe_source(threads)
-    got = hostprobe.once("rows-per-pass", text, record, again=again)
-    try:
-        rows = int(got["rows"]) if got else None
-    except (KeyError, TypeError, ValueError):
-        rows = None
-    if rows not in ROWS:
-        return {"rows": DEFAULT, "measured": False, "path": None,
-                "reason": hostprobe.LAST_ERROR.get("rows-per-pass", "its record was malformed")}
-    return {**got, "rows": rows, "measured": True, "path": str(hostprobe.record_path("rows-per-pass", text))}
+    return hostprobe.choice("rows-per-pass", probe_source(threads), record, "rows", ROWS, {"rows": DEFAULT},
+                            again=again)
 
 
 @functools.lru_cache(maxsize=1)

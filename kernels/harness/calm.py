@@ -188,9 +188,11 @@ class BaselineNorms:
             tmp.unlink(missing_ok=True)
 
 
-def host_sample(pids=()) -> tuple:
+def host_sample(pids=(), children: bool = False) -> tuple:
     """(/proc/stat text, CPU seconds of this process and of ``pids``, wall seconds): taken by
-    the evaluator around a timing session (see :func:`others_between`)."""
+    the evaluator around a timing session (see :func:`others_between`). With ``children``, the
+    CPU seconds are those of this process's waited-for children instead (a probe's timing
+    child, counted once it has exited: kernels/codegen/hostprobe.py)."""
     import resource
     import time
     try:
@@ -198,7 +200,7 @@ def host_sample(pids=()) -> tuple:
             text = f.read()
     except OSError:
         text = None
-    ru = resource.getrusage(resource.RUSAGE_SELF)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
     ours = ru.ru_utime + ru.ru_stime
     for pid in pids:
         try:

@@ -10,9 +10,9 @@ VM, both with AVX-512; on AVX2's 16 registers the dot tiles' default tile spills
 Linear's default form is this host's faster one: the probe generates both forms of the
 prefill's two deepest Linear shapes through the generator itself, builds them with the
 harness's flags, checks each against NumPy and times them interleaved in a child process, under
-the harness's OpenMP policy. The
-rule it replaces (dot tiles with 32 vector registers, else packed) is the incumbent: the other
-form must beat it by more than MARGIN. The choice is kept per host (:mod:`hostprobe`).
+the harness's OpenMP policy. The rule it replaces (dot tiles with 32 vector registers, else
+packed) is the incumbent: the other form must beat it by more than MARGIN. The choice is kept
+per host, and only from a quiet host (:mod:`hostprobe`).
 
 Run as ``python -m kernels.codegen.gemm_form`` it is that child: a JSON spec on stdin, a JSON
 record on stdout. The code it runs is the generator's, for graphs built here, never a user's.
@@ -32,7 +32,7 @@ from kernels.codegen import hostprobe
 FORMS = (1, 3)                # packed, dot tiles (matmul's ALGO values)
 SHAPES = ((128, 2816, 1024), (128, 1024, 2816))   # (m, n, k): the prefill, FFN up and down
 MARGIN = 0.03                 # the other form must be this much faster than the incumbent
-ROUNDS, REPS = 10, 3       # rounds interleave the forms: a busy spell on a shared host hits both
+ROUNDS, REPS = 10, 3          # rounds interleave the forms: a busy spell on a shared host hits both
 TOLERANCE = 1e-3              # a form whose product is further from NumPy's is never chosen
 # Timed as the harness times every candidate and engine: idle OpenMP threads sleep
 # (kernels/harness/sandbox.py says why). The packed form's barriers then cost a wake-up each,

@@ -43,8 +43,8 @@ def run_quiet(argv: list, quiet: float | None = QUIET, **kw) -> str:
     done = subprocess.run(argv, check=True, capture_output=True, text=True, **kw)
     others = others_between(before, host_sample(children=True))
     if quiet is not None and others is not None and others > quiet:
-        raise HostBusy(f"other programs took {others:.2f} CPUs beside the probe (at most {quiet} for its timings "
-                       "to be kept)")
+        raise HostBusy(f"other programs took {others:.2f} CPUs beside the probe, more than the {quiet} "
+                       "its timings may share the host with")
     return done.stdout
 
 
@@ -59,27 +59,30 @@ def record_path(kind: str, probe: str) -> Path:
 
 def once(kind: str, probe: str, measure: Callable[[], dict], again: bool = False) -> dict | None:
     """The record of ``kind`` for this host and ``probe`` (the probe's source text):
-    read back when one exists (unless ``again``: then it is measured anew and replaces it),
-    else ``measure()``'s, written unless another process wrote first (then that one is
-    returned). None where the probe cannot run; nothing is kept then, so the next process
-    tries again."""
+    read back when one exists, else ``measure()``'s, written unless another process wrote
+    first (then that one is returned). None where the probe cannot run; nothing is kept then,
+    so the next process tries again. ``again`` measures anew and replaces the record; where
+    that measurement cannot be kept, the earlier record stands (LAST_ERROR says why)."""
     path = record_path(kind, probe)
     key = path.stem.rsplit("-", 1)[1]
-    if again:
-        path.unlink(missing_ok=True)
     try:
-        return json.loads(path.read_text())
+        old = json.loads(path.read_text())
     except (OSError, ValueError):
-        pass
+        old = None
+    if old is not None and not again:
+        return old
     try:
         record = {**measure(), "fingerprint_key": key}
     except PROBE_ERRORS as exc:
         LAST_ERROR[kind] = str(exc) or type(exc).__name__
-        return None
+        return old
     LAST_ERROR.pop(kind, None)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(record))
+        if again:
+            os.replace(tmp, path)     # asked for: the new measurement replaces the record
+            return record
         os.link(tmp, path)            # the first process to measure decides for every other
     except FileExistsError:
         pass
@@ -106,4 +109,7 @@ def choice(kind: str, probe: str, measure: Callable[[], dict], field: str, allow
     if value not in allowed:
         return {**fallback, "measured": False, "path": None,
                 "reason": LAST_ERROR.get(kind, "its record was malformed")}
-    return {**got, field: value, "measured": True, "path": str(record_path(kind, probe))}
+    out = {**got, field: value, "measured": True, "path": str(record_path(kind, probe))}
+    if again and kind in LAST_ERROR:
+        out["not_kept"] = LAST_ERROR[kind]     # measuring again failed: this is the earlier record
+    return out

@@ -122,7 +122,12 @@ def test_engine_host_shows_what_each_probe_chose_and_from_what_and_measure_repla
 
     monkeypatch.setattr(gemm_form, "measure", broken)
     monkeypatch.setattr(streaming, "measure", broken)
-    text = host("--measure")
+    text = host("--measure")            # measuring again fails: the earlier records stand, and it says so
+    assert text.count("measuring again was not kept (no compiler): the earlier measurement stands") == 2
+    assert "a deep Linear starts packed (ALGO 1)" in text and "a matrix-vector pass sums 1 weight rows" in text
+    for record in fresh_cache.glob("*.json"):
+        record.unlink()
+    text = host()
     assert "not measured (no compiler): the registers rule decides until a later process measures" in text
     assert "a matrix-vector pass sums 4 weight rows" in text and "not measured (no compiler): four rows" in text
 

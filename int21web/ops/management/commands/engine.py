@@ -269,6 +269,8 @@ def _host_lines(d: dict):
     g, r = d["gemm_form"], d["rows_per_pass"]
     yield f"the generator's defaults on this host (records in {d['cache_dir']}; `engine host --measure` measures again)"
     yield f"  a deep Linear starts {NAMES[g['form']]}"
+    if g.get("not_kept"):
+        yield f"    measuring again was not kept ({g['not_kept']}): the earlier measurement stands"
     if g["measured"]:
         shapes = " and ".join(f"{m}x{k}->{n}" for m, n, k in SHAPES)
         times = ", ".join(f"{NAMES[int(f)].split(' (')[0]} {1e3 * float(t):.2f} ms" for f, t in sorted(g["seconds"].items()))
@@ -277,6 +279,8 @@ def _host_lines(d: dict):
     else:
         yield f"    not measured ({g['reason']}): the registers rule decides until a later process measures"
     yield f"  a matrix-vector pass sums {r['rows']} weight rows"
+    if r.get("not_kept"):
+        yield f"    measuring again was not kept ({r['not_kept']}): the earlier measurement stands"
     if r["measured"]:
         times = ", ".join(f"{g_} rows {1e3 * float(t):.1f} ms" for g_, t in sorted(r["seconds"].items(), key=lambda x: int(x[0])))
         yield f"    measured over {r['matrices']} weights of {streaming.N * streaming.K * 4 / 1e6:.1f} MB: {times}"

@@ -89,10 +89,9 @@ def check_approved(manifest: dict, source: str) -> None:
 def build(source: str, params: dict) -> Path:
     """The approved source as a shared object, built with the harness's CPU flags; cached by
     content, with a digest of the built bytes kept beside it and checked on every load."""
-    from kernels.targets.cpu import CC, BASE_FLAGS, compiler_version, include_digest
+    from kernels.targets.cpu import CC, SHARED_FLAGS, compiler_version, include_digest
     text = param_prelude(params) + source
-    flags = [f for f in BASE_FLAGS if f != "-fPIE"] + ["-fPIC", "-shared"]
-    key = hashlib.sha256("\0".join([text, " ".join(flags), compiler_version(), include_digest()]).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join([text, " ".join(SHARED_FLAGS), compiler_version(), include_digest()]).encode()).hexdigest()[:32]
     folder = cache_dir() / "native"
     folder.mkdir(parents=True, exist_ok=True)
     so, digest_file = folder / f"{key}.so", folder / f"{key}.sha256"
@@ -105,7 +104,7 @@ def build(source: str, params: dict) -> Path:
         src = Path(tmp) / "kernel.c"
         src.write_text(text)
         out = Path(tmp) / "kernel.so"
-        done = subprocess.run([CC, *flags, "-o", str(out), str(src), "-lm"], capture_output=True, text=True,
+        done = subprocess.run([CC, *SHARED_FLAGS, "-o", str(out), str(src), "-lm"], capture_output=True, text=True,
                               timeout=120)
         if done.returncode != 0:
             raise LibraryError(f"the approved code did not build here: {done.stderr.strip()[-300:]}")

@@ -80,14 +80,13 @@ def measure(threads: int, quiet: float | None = hostprobe.QUIET) -> dict:
     """Build both forms of every shape and time them in a child: {form: seconds for one pass
     over the shapes (the best of ROUNDS x REPS, interleaved)}, plus each form's error.
     HostBusy where other programs ran beside the child (``quiet``: :func:`hostprobe.run_quiet`)."""
-    from kernels.targets.cpu import BASE_FLAGS, CC
-    flags = [f for f in BASE_FLAGS if f != "-fPIE"] + ["-fPIC", "-shared"]
+    from kernels.targets.cpu import CC, SHARED_FLAGS
     with tempfile.TemporaryDirectory(prefix="int21-gemm-form-") as tmp:
         spec = []
         for (m, n, k, form), text in sources(threads).items():
             src, lib = Path(tmp) / f"f{form}_{n}x{k}.c", Path(tmp) / f"f{form}_{n}x{k}.so"
             src.write_text(text)
-            subprocess.run([CC, *flags, "-o", str(lib), str(src), "-lm"], check=True, capture_output=True,
+            subprocess.run([CC, *SHARED_FLAGS, "-o", str(lib), str(src), "-lm"], check=True, capture_output=True,
                            timeout=180)
             spec.append({"lib": str(lib), "m": m, "n": n, "k": k, "form": form})
         out = hostprobe.run_quiet([sys.executable, "-m", "kernels.codegen.gemm_form"], quiet, input=json.dumps(spec),

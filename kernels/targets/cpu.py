@@ -24,6 +24,9 @@ BASE_FLAGS = [f"-I{INCLUDE_DIR}", "-std=gnu11", "-O3", "-march=native", "-fopenm
               "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas",
               "-Werror=implicit-function-declaration", "-Werror=implicit-int",
               "-Werror=incompatible-pointer-types", "-Werror=return-type", "-Werror=int-conversion"]
+# The same, for a shared object loaded in-process (approved code: kernels/native.py; the
+# generator's own probe forms: kernels/codegen/gemm_form.py).
+SHARED_FLAGS = [f for f in BASE_FLAGS if f != "-fPIE"] + ["-fPIC", "-shared"]
 
 # Undefined symbols a kernel may import: libm, OpenMP's runtime, memory, and the C
 # runtime's own housekeeping. Everything else (stdio, sockets, processes, dlopen,

@@ -40,6 +40,12 @@ TOLERANCE = 1e-3              # a form whose product is further from NumPy's is 
 CHILD_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
+def rule(vregs: int) -> int:
+    """The form a host with ``vregs`` vector registers starts in without a measurement: dot
+    tiles with AVX-512's 32 (their default 4 x 6 tile holds 30), else packed."""
+    return 3 if vregs >= 32 else 1
+
+
 def linear(m: int, n: int, k: int):
     """The graph of ``x @ w.T`` with ``x`` [m, k] and an nn.Linear weight ``w`` [n, k]."""
     from kernels.graph.ir import Graph, Node, Tensor
@@ -95,7 +101,8 @@ def measure(threads: int, quiet: float | None = hostprobe.QUIET) -> dict:
     return {int(f): float(s) for f, s in got["seconds"].items()} | {"error": got["error"]}
 
 
-NAMES = {1: "packed (ALGO 1)", 3: "dot tiles (ALGO 3)"}
+WORDS = {1: "packed", 3: "dot tiles"}
+NAMES = {f: f"{w} (ALGO {f})" for f, w in WORDS.items()}
 
 
 def host_record(again: bool = False) -> dict:
@@ -104,10 +111,10 @@ def host_record(again: bool = False) -> dict:
     run, the registers rule's form with ``measured`` false. ``again`` measures anew."""
     from kernels.codegen.family import host_vector_registers
     from kernels.codegen.program import CodegenError
-    incumbent = 3 if host_vector_registers() >= 32 else 1
+    incumbent = rule(host_vector_registers())
     threads = os.cpu_count() or 1
-    rule = {"form": incumbent, "incumbent": incumbent, "measured": False, "path": None,
-            "reason": "the probe's own graphs did not generate"}
+    unmeasured = {"form": incumbent, "incumbent": incumbent, "measured": False, "path": None,
+                  "reason": "the probe's own graphs did not generate"}
 
     def record() -> dict:
         got = measure(threads)
@@ -119,8 +126,8 @@ def host_record(again: bool = False) -> dict:
     try:
         text = probe_text(threads)
     except (CodegenError, ValueError):      # the probe's own graphs no longer generate: keep the rule
-        return rule
-    return hostprobe.choice("gemm-form", text, record, "form", FORMS, rule, again=again)
+        return unmeasured
+    return hostprobe.choice("gemm-form", text, record, "form", FORMS, unmeasured, again=again)
 
 
 @functools.lru_cache(maxsize=1)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from kernels.codegen import cmath, dynamic, registry, team
 from kernels.codegen.expr import NeedsBuffer
 from kernels.codegen.family import Ctx
-from kernels.codegen.gemm_form import host_gemm_form
+from kernels.codegen.gemm_form import host_gemm_form, rule as gemm_rule
 from kernels.codegen.streaming import host_rows_per_pass
 from kernels.codegen.partition import Group, Partition, Plan, partition
 from kernels.graph import opset
@@ -162,7 +162,7 @@ def generate(graph: Graph, *, cores: int | None = None, vregs: int | None = None
     a matrix-vector pass sums: the host's fastest, :mod:`kernels.codegen.streaming`)."""
     cores = cores or os.cpu_count() or 1
     if gemm_form is None:
-        gemm_form = host_gemm_form() if vregs is None else 3 if vregs >= 32 else 1
+        gemm_form = host_gemm_form() if vregs is None else gemm_rule(vregs)
     gemv_rows = gemv_rows or host_rows_per_pass()
     g2, _ = normalise(graph)
     keep_out: dict = {}

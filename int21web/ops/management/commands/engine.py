@@ -265,7 +265,7 @@ class Command(BaseCommand):
 
 def _host_lines(d: dict):
     from kernels.codegen import streaming
-    from kernels.codegen.gemm_form import MARGIN, NAMES, SHAPES
+    from kernels.codegen.gemm_form import MARGIN, NAMES, SHAPES, WORDS
     g, r = d["gemm_form"], d["rows_per_pass"]
     yield f"the generator's defaults on this host (records in {d['cache_dir']}; `engine host --measure` measures again)"
     yield f"  a deep Linear starts {NAMES[g['form']]}"
@@ -273,9 +273,9 @@ def _host_lines(d: dict):
         yield f"    measuring again was not kept ({g['not_kept']}): the earlier measurement stands"
     if g["measured"]:
         shapes = " and ".join(f"{m}x{k}->{n}" for m, n, k in SHAPES)
-        times = ", ".join(f"{NAMES[int(f)].split(' (')[0]} {1e3 * float(t):.2f} ms" for f, t in sorted(g["seconds"].items()))
+        times = ", ".join(f"{WORDS[int(f)]} {1e3 * float(t):.2f} ms" for f, t in sorted(g["seconds"].items()))
         yield (f"    measured: {times} for the Linears {shapes}; the registers rule's "
-               f"{NAMES[g['incumbent']].split(' (')[0]} stays unless the other is {100 * MARGIN:.0f}% faster")
+               f"{WORDS[g['incumbent']]} stays unless the other is {100 * MARGIN:.0f}% faster")
     else:
         yield f"    not measured ({g['reason']}): the registers rule decides until a later process measures"
     yield f"  a matrix-vector pass sums {r['rows']} weight rows"

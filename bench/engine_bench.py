@@ -164,7 +164,8 @@ def table(report: dict) -> str:
     if report.get("host_defaults"):
         d = report["host_defaults"]
         lines.append(f"this host's probed defaults: deep Linears in {d['gemm_form']}, "
-                     f"{d['gemv_rows_per_pass']} weight rows per matrix-vector pass")
+                     f"{'one weight row' if d['gemv_rows_per_pass'] == 1 else str(d['gemv_rows_per_pass']) + ' weight rows'}"
+                     " per matrix-vector pass")
     if report.get("omp_wait") == "default":
         lines.append("idle OpenMP threads: libgomp's default (they spin a while), not the harness's passive policy")
         for c in report["cases"]:

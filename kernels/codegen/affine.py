@@ -3,7 +3,7 @@
 A group's code loops over a *domain* (a shape). Every value it reads is reached through an
 :class:`Affine` map from the domain index ``i`` to the value's own index:
 ``v[j] = const[j] + sum_d coef[j][d] * i[d]``. Elementwise ops broadcast (rows dropped or
-zeroed), ``permute``/``expand``/``slice`` are exact affine transforms, and ``reshape`` is one
+zeroed), ``permute``/``expand``/``slice``/``flip``/``window`` are exact affine transforms, and ``reshape`` is one
 whenever the sizes it splits line up with how the domain walks them (:func:`through_reshape`
 tries, and says no otherwise: the value is then materialised, where any reshape is free).
 A materialised buffer turns the map into an offset and one stride per domain dim.
@@ -96,6 +96,15 @@ def through_slice(m: Affine, dim: int, start: int, step: int) -> Affine:
     coef = list(m.coef)
     const[dim] = start + step * m.const[dim]
     coef[dim] = tuple(step * c for c in m.coef[dim])
+    return Affine(tuple(const), tuple(coef), m.ndom)
+
+
+def through_window(m: Affine, dim: int, step: int, dilation: int) -> Affine:
+    """v = window(u, dim): v[.., w, e, ..] = u[.., step * w + dilation * e, ..] — the sliding
+    windows of a convolution or a pooling, one dim more than u."""
+    const = list(m.const[:dim]) + [step * m.const[dim] + dilation * m.const[dim + 1]] + list(m.const[dim + 2:])
+    joined = tuple(step * a + dilation * b for a, b in zip(m.coef[dim], m.coef[dim + 1]))
+    coef = list(m.coef[:dim]) + [joined] + list(m.coef[dim + 2:])
     return Affine(tuple(const), tuple(coef), m.ndom)
 
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 from kernels.codegen import cmath
 from kernels.codegen.affine import (Affine, NotAffine, broadcast_to, through_flip, through_permute,
-                                    through_reshape, through_slice)
+                                    through_reshape, through_slice, through_window)
 from kernels.graph import opset
 from kernels.graph.ir import Graph, Node
 
@@ -135,6 +135,8 @@ def _through_view(v: Node, m: Affine, src_shape, dom) -> Affine:
         return through_slice(m, v.attrs["dim"], v.attrs["start"], v.attrs["step"])
     if v.op == "flip":
         return through_flip(m, v.attrs["dims"], src_shape)
+    if v.op == "window":
+        return through_window(m, v.attrs["dim"], v.attrs["step"], v.attrs["dilation"])
     return through_reshape(m, src_shape, v.shape, dom)
 
 

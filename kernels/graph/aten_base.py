@@ -4,7 +4,8 @@
 ``(builder, record, *args, **kwargs) -> Val | None`` that emits the equivalent IR through
 :class:`~kernels.graph.translate.Builder`; handlers register themselves with ``@reg`` in
 :mod:`aten_pointwise` (elementwise ops, folded constants) and :mod:`aten_tensor`
-(reductions, softmax, norms, matmul, attention, views, cat). Anything not in the table is
+(reductions, softmax, norms, matmul, attention, views, cat) and :mod:`aten_conv`
+(convolutions, constant padding, pooling). Anything not in the table is
 refused by name (``UNSUPPORTED_WHY`` words the common families).
 """
 from __future__ import annotations
@@ -16,14 +17,15 @@ from kernels.graph.translate import Builder, Unsupported, Val, normalise_dims, t
 HANDLERS: dict = {}
 
 UNSUPPORTED_WHY = {
-    "convolution": "convolutions are not supported yet", "conv": "convolutions are not supported yet",
-    "pool": "pooling with overlapping windows is not supported yet", "index": "indexing by tensors is not supported",
+    "pool": "this pooling is not supported (max and average pooling over 1-3 dims are)",
+    "index": "indexing by tensors is not supported",
     "gather": "gather/scatter are not supported", "scatter": "gather/scatter are not supported",
     "sort": "sorting is not supported", "topk": "top-k is not supported",
     "argmax": "argmax/argmin produce integer tensors, which are not supported",
     "argmin": "argmax/argmin produce integer tensors, which are not supported",
     "embedding": "only embedding lookups at positions fixed in the model are supported (aten.embedding)",
-    "pad": "padding is not supported yet", "roll": "roll is not supported",
+    "pad": "only constant padding is supported (reflect, replicate and circular are not)",
+    "roll": "roll is not supported",
     "upsample": "upsampling is not supported", "interpolate": "interpolation is not supported",
     "empty": "uninitialised tensors (torch.empty) are not supported",
 }

@@ -122,7 +122,7 @@ COMPARE = {
 }
 LOGIC = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 REDUCE = ("sum", "mean", "amax", "amin", "prod", "var")
-VIEWS = ("reshape", "permute", "expand", "slice", "flip")
+VIEWS = ("reshape", "permute", "expand", "slice", "flip", "window")
 
 
 def _reduce(xs, a):
@@ -146,9 +146,20 @@ def _view(xs, a, kind):
         return np.broadcast_to(x, a["shape"])
     if kind == "flip":
         return np.flip(x, axis=tuple(a["dims"]))
+    if kind == "window":
+        d, size, step, dil = a["dim"], a["size"], a["step"], a["dilation"]
+        count = window_count(x.shape[d], size, step, dil)
+        at = step * np.arange(count)[:, None] + dil * np.arange(size)[None, :]
+        return np.take(x, at, axis=d)
     index = [slice(None)] * x.ndim
     index[a["dim"]] = slice(a["start"], a["stop"], a["step"])
     return x[tuple(index)]
+
+
+def window_count(n: int, size: int, step: int, dilation: int) -> int:
+    """How many windows of ``size`` elements, ``dilation`` apart, start every ``step`` along
+    ``n`` elements (the sliding windows of a convolution or a pooling, no padding)."""
+    return (n - dilation * (size - 1) - 1) // step + 1
 
 
 def attention(q, k, v, mask, attrs):
@@ -264,6 +275,12 @@ def infer(op: str, operands: list, attrs: dict) -> tuple[tuple[int, ...], str]:
         if not isinstance(dims, list) or sorted(set(dims)) != dims or not all(0 <= d < rank for d in dims):
             raise OpError(f"flip dims {dims!r} must be sorted distinct axes")
         return shape, dtype
+    if op == "window":
+        d, size, step, dil = (attrs.get(k) for k in ("dim", "size", "step", "dilation"))
+        if not (isinstance(d, int) and 0 <= d < rank and all(isinstance(v, int) and v >= 1 for v in (size, step, dil))
+                and dil * (size - 1) < shape[d]):
+            raise OpError(f"window {attrs} does not fit {list(shape)}")
+        return shape[:d] + (window_count(shape[d], size, step, dil), size) + shape[d + 1:], dtype
     if op == "slice":
         d, start, stop, step = (attrs.get(k) for k in ("dim", "start", "stop", "step"))
         if not (isinstance(d, int) and 0 <= d < rank and isinstance(step, int) and step >= 1

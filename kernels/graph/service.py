@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels.graph import capture as cap
-from kernels.graph import check, inputs, problem, store
+from kernels.graph import check, inputs, opset, problem, store
 from kernels.graph.ir import Graph
 from kernels.graph.translate import C_RESERVED
 
@@ -73,7 +73,7 @@ def cost(graph: Graph) -> tuple[float, float]:
         elif n.op == "attention":
             q, k = values[n.args[0]].shape, values[n.args[1]].shape
             flops += 4.0 * math.prod(q[:-1]) * k[-2] * q[-1]
-        elif n.op not in ("reshape", "permute", "expand", "slice"):
+        elif opset.family(n.op) != "view":
             flops += float(math.prod(values[n.refs()[0]].shape if n.refs() else n.shape))
     nbytes = 4.0 * (sum(math.prod(t.shape) for t in (*graph.inputs, *graph.params))
                     + sum(math.prod(graph.shape_of(o)) for o in graph.outputs))

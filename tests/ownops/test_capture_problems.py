@@ -31,7 +31,7 @@ def test_the_problems_cover_the_opset(imported):
     ops = set()
     for name in problem_names():
         ops |= set(imported(name).summary["graph"]["ops"])
-    for op in ("matmul", "attention", "cat", "slice", "flip", "permute", "reshape", "expand", "sum", "mean", "amax", "amin",
+    for op in ("matmul", "attention", "cat", "slice", "flip", "window", "permute", "reshape", "expand", "sum", "mean", "amax", "amin",
                "var", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "gelu_tanh", "where", "clamp",
                "maximum", "minimum", "pow", "leaky_relu", "elu", "log1p"):
         assert op in ops, op

@@ -124,7 +124,7 @@ def test_engine_host_shows_what_each_probe_chose_and_from_what_and_measure_repla
     monkeypatch.setattr(streaming, "measure", broken)
     text = host("--measure")            # measuring again fails: the earlier records stand, and it says so
     assert text.count("measuring again was not kept (no compiler): the earlier measurement stands") == 2
-    assert "a deep Linear starts packed (ALGO 1)" in text and "a matrix-vector pass sums 1 weight rows" in text
+    assert "a deep Linear starts packed (ALGO 1)" in text and "a matrix-vector pass sums one weight row" in text
     for record in fresh_cache.glob("*.json"):
         record.unlink()
     text = host()

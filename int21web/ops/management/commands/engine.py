@@ -278,7 +278,7 @@ def _host_lines(d: dict):
                f"{WORDS[g['incumbent']]} stays unless the other is {100 * MARGIN:.0f}% faster")
     else:
         yield f"    not measured ({g['reason']}): the registers rule decides until a later process measures"
-    yield f"  a matrix-vector pass sums {r['rows']} weight rows"
+    yield f"  a matrix-vector pass sums {'one weight row' if r['rows'] == 1 else str(r['rows']) + ' weight rows'}"
     if r.get("not_kept"):
         yield f"    measuring again was not kept ({r['not_kept']}): the earlier measurement stands"
     if r["measured"]:

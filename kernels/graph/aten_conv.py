@@ -1,0 +1,246 @@
+"""Convolutions, constant padding and pooling, in the opset's own terms.
+
+A convolution is a matrix product over sliding windows. Each spatial dim of the (padded)
+input becomes two through the ``window`` view — which window, and which element of it —
+so ``x[n, c, h, w]`` reads as ``u[n, c, oh, i, ow, j] = x[n, c, s·oh + d·i, s·ow + d·j]``
+with no copy; the weight ``[groups, out/groups, c·kh·kw]`` multiplies the windows arranged
+as ``[n, groups, c·kh·kw, oh·ow]``, so the product lands in the output's own layout
+``[n, out, oh, ow]`` and a bias fuses into its stores. The code generator materialises the
+windows where the GEMM cannot read them through one stride per dim (the im2col buffer, one
+pointwise group); a 1×1 convolution needs none. A transposed convolution is the direct one over the
+input spread ``stride`` apart (zeros between), padded by ``dilation·(k−1) − padding``, with
+the kernel flipped and its channel axes swapped.
+
+Pooling reduces the same windows (``amax``; ``sum`` over the window dims divided by a count).
+Padding is a concatenation with a constant — ``-inf`` for max pooling, as torch pads it — and
+``count_include_pad=False``'s per-window counts are the same pooling of ones, folded to a
+constant at import.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kernels.graph.aten_base import f32, rank, reg, reshape, shp
+from kernels.graph.opset import window_count
+from kernels.graph.translate import Unsupported, Val
+
+
+def per_dim(v, n: int, what: str, node: str) -> list[int]:
+    """A kernel/stride/padding/dilation argument as one int per spatial dim."""
+    vals = [int(x) for x in v] if isinstance(v, (list, tuple)) else [int(v)]
+    if len(vals) == 1:
+        vals = vals * n
+    if len(vals) != n:
+        raise Unsupported(f"node {node}: {what} {list(vals)} does not give one value per spatial dim ({n})",
+                          node=node)
+    return vals
+
+
+def pad(b, x, dim: int, lo: int, hi: int, value: float = 0.0):
+    """``x`` with ``lo`` and ``hi`` elements of ``value`` added along ``dim`` (negative: cropped)."""
+    n = shp(x)[dim]
+    if lo < 0 or hi < 0:
+        start, stop = max(0, -lo), n - max(0, -hi)
+        if stop <= start:
+            raise Unsupported(f"node {b.origin}: padding crops the tensor to nothing", node=b.origin)
+        idx = [slice(None)] * rank(x)
+        idx[dim] = slice(start, stop)
+        x = Val(const=x.const[tuple(idx)]) if x.const is not None else b.op(
+            "slice", x, dim=dim, start=start, stop=stop, step=1)
+        lo, hi = max(0, lo), max(0, hi)
+    if not lo and not hi:
+        return x
+    if x.const is not None:
+        widths = [(0, 0)] * rank(x)
+        widths[dim] = (lo, hi)
+        return Val(const=np.pad(x.const, widths, constant_values=value))
+    parts = []
+    for width in (lo, None, hi):
+        if width is None:
+            parts.append(x)
+        elif width:
+            shape = list(shp(x))
+            shape[dim] = width
+            fill = b.const_param(np.full((1,) * rank(x), value))
+            parts.append(b.op("expand", fill, shape=shape))
+    return b.op("cat", *parts, dim=dim)
+
+
+def windows(b, x, first: int, kernel, stride, dilation):
+    """Spatial dims ``first..`` of ``x`` split into (window, element) pairs: a dim of n becomes
+    ``[count, k]``, in place, so the result is ``[.., o1, k1, o2, k2, ..]``."""
+    for i, (k, s, d) in enumerate(zip(kernel, stride, dilation)):
+        dim = first + 2 * i
+        if d * (k - 1) >= shp(x)[dim]:
+            raise Unsupported(f"node {b.origin}: a window of {k} (dilation {d}) is wider than the padded "
+                              f"input ({shp(x)[dim]})", node=b.origin)
+        x = b.op("window", x, dim=dim, size=k, step=s, dilation=d)
+    return x
+
+
+# --------------------------------------------------------------------------- convolution
+
+@reg("aten.convolution.default")
+def _convolution(b, r, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    node = r["name"]
+    x, w = b.tensor(f32(b, x)), b.tensor(f32(b, w))
+    n = rank(x) - 2
+    if n < 1 or rank(w) != n + 2:
+        raise Unsupported(f"node {node}: a convolution of a rank-{rank(x)} input by a rank-{rank(w)} weight",
+                          node=node, op=r["target"])
+    stride, dilation = per_dim(stride, n, "stride", node), per_dim(dilation, n, "dilation", node)
+    padding = per_dim(padding, n, "padding", node)
+    kernel = list(shp(w)[2:])
+    if transposed:
+        x, w, padding = _as_direct(b, x, w, stride, padding, dilation, per_dim(output_padding, n, "output padding", node),
+                                   groups)
+        stride = [1] * n
+    lead = shp(x)[:2]
+    batch, channels = lead
+    out_ch, group_ch = shp(w)[:2]
+    if channels != group_ch * groups or out_ch % groups:
+        raise Unsupported(f"node {node}: {channels} input channels, {out_ch} output channels and {groups} groups "
+                          f"do not fit a weight of {list(shp(w))}", node=node, op=r["target"])
+    for i, p in enumerate(padding):
+        x = pad(b, x, 2 + i, p, p)
+    u = windows(b, x, 2, kernel, stride, dilation)                       # [n, c, o1, k1, o2, k2, ..]
+    outs = [shp(u)[2 + 2 * i] for i in range(n)]
+    u = b.op("permute", u, perm=[0, 1] + [3 + 2 * i for i in range(n)] + [2 + 2 * i for i in range(n)])
+    places, depth = math.prod(outs), group_ch * math.prod(kernel)
+    a = reshape(b, u, [batch, groups, depth, places])                    # [n, g, c·k.., o..]
+    wm = reshape(b, w, [groups, out_ch // groups, depth])
+    y = b.op("matmul", wm, a)                                            # [n, g, out/g, o..]: NC.. already
+    if bias is not None:                                                 # added at the product's shape: its epilogue
+        y = b.op("add", y, reshape(b, b.tensor(f32(b, bias)), [groups, out_ch // groups, 1]))
+    y = reshape(b, y, [batch, out_ch] + outs)
+    return y
+
+
+def _as_direct(b, x, w, stride, padding, dilation, output_padding, groups):
+    """A transposed convolution's input, weight and padding for the direct convolution that
+    computes it (stride 1): the input spread ``stride`` apart, the kernel flipped with its
+    channel axes swapped per group, padding ``dilation·(k−1) − padding`` (+ output padding)."""
+    n = len(stride)
+    kernel = list(shp(w)[2:])
+    for i, s in enumerate(stride):
+        if s > 1:
+            x = _spread(b, x, 2 + i, s)
+    in_ch, out_g = shp(w)[:2]
+    wg = reshape(b, w, [groups, in_ch // groups, out_g] + kernel)
+    wg = b.op("permute", wg, perm=[0, 2, 1] + [3 + i for i in range(n)])
+    wg = b.op("flip", wg, dims=[3 + i for i in range(n)])
+    w = reshape(b, wg, [groups * out_g, in_ch // groups] + kernel)
+    lo = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
+    for i in range(n):
+        x = pad(b, x, 2 + i, lo[i], lo[i] + output_padding[i])
+    return x, w, [0] * n
+
+
+def _spread(b, x, dim: int, s: int):
+    """``x`` with ``s − 1`` zeros between neighbours along ``dim``."""
+    shape = list(shp(x))
+    y = reshape(b, x, shape[:dim + 1] + [1] + shape[dim + 1:])
+    y = pad(b, y, dim + 1, 0, s - 1)
+    y = reshape(b, y, shape[:dim] + [shape[dim] * s] + shape[dim + 1:])
+    return b.op("slice", y, dim=dim, start=0, stop=(shape[dim] - 1) * s + 1, step=1)
+
+
+@reg("aten.constant_pad_nd.default")
+def _constant_pad(b, r, x, pad_widths, value=0.0):
+    """torch's ``F.pad`` in constant mode: pairs from the last dim backwards."""
+    x = f32(b, x)
+    if len(pad_widths) % 2 or len(pad_widths) // 2 > rank(x):
+        raise Unsupported(f"node {r['name']}: padding {list(pad_widths)} does not fit a rank-{rank(x)} tensor",
+                          node=r["name"], op=r["target"])
+    for j in range(len(pad_widths) // 2):
+        x = pad(b, x, rank(x) - 1 - j, int(pad_widths[2 * j]), int(pad_widths[2 * j + 1]), float(value))
+    return x
+
+
+# --------------------------------------------------------------------------- pooling
+
+def pool(b, r, x, kernel, stride, padding, dilation, ceil_mode, kind, n: int, count_include_pad=True,
+         divisor=None):
+    """Max or average pooling over the last ``n`` dims of ``x``, any windows torch allows."""
+    node = r["name"]
+    x = f32(b, x)
+    kernel = per_dim(kernel, n, "kernel", node)
+    stride = per_dim(stride or kernel, n, "stride", node)
+    padding, dilation = per_dim(padding, n, "padding", node), per_dim(dilation, n, "dilation", node)
+    first = rank(x) - n
+    sizes = shp(x)[first:]
+    extra = []
+    for size, k, s, p, d in zip(sizes, kernel, stride, padding, dilation):
+        if 2 * p > k:
+            raise Unsupported(f"node {node}: padding {p} is more than half the window {k}", node=node,
+                              op=r["target"])
+        count = window_count(size + 2 * p, k, s, d)
+        if ceil_mode:
+            more = -(-(size + 2 * p - d * (k - 1) - 1) // s) + 1
+            if (more - 1) * s >= size + p:     # torch drops a last window that starts in the padding
+                more -= 1
+            count = max(count, more)
+        extra.append((count - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+    if kind == "avg" and any(e > 0 for e in extra):
+        raise Unsupported(f"node {node}: average pooling whose ceil_mode adds windows past the input",
+                          node=node, op=r["target"])
+    fill = -math.inf if kind == "max" else 0.0
+    y = x
+    for i, (p, e) in enumerate(zip(padding, extra)):
+        y = pad(b, y, first + i, p, p + max(0, e), fill)
+    u = windows(b, y, first, kernel, stride, dilation)
+    dims = [first + 1 + 2 * i for i in range(n)]
+    out = shp(x)[:first] + tuple(shp(u)[first + 2 * i] for i in range(n))
+    if kind == "max":
+        return reshape(b, b.op("amax", u, dims=dims), out)
+    total = reshape(b, b.op("sum", u, dims=dims), out)
+    if divisor:
+        return b.op("div", total, float(divisor))
+    if count_include_pad or not any(padding):
+        return b.op("div", total, float(math.prod(kernel)))
+    ones = Val(const=np.ones(sizes))
+    for i, p in enumerate(padding):
+        ones = pad(b, ones, i, p, p)
+    counts = b.op("sum", windows(b, ones, 0, kernel, stride, dilation), dims=[1 + 2 * i for i in range(n)])
+    return b.op("div", total, Val(const=counts.const.reshape(out[first:])))
+
+
+def _pool_dims(target: str) -> int:
+    return 3 if "3d" in target else 2 if "2d" in target else 1
+
+
+@reg("aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")
+def _avg_pool(b, r, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+              divisor_override=None):
+    return pool(b, r, x, kernel_size, stride, padding, 1, ceil_mode, "avg", _pool_dims(r["target"]),
+                count_include_pad, divisor_override)
+
+
+@reg("aten.max_pool1d.default")
+def _max_pool1d(b, r, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return pool(b, r, x, kernel_size, stride, padding, dilation, ceil_mode, "max", 1)
+
+
+@reg("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
+def _max_pool(b, r, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return Val(items=[pool(b, r, x, kernel_size, stride, padding, dilation, ceil_mode, "max", _pool_dims(r["target"])),
+                      Val(refused=f"node {r['name']}: max-pooling indices are integers, which are not supported")])
+
+
+@reg("aten.adaptive_max_pool2d.default", "aten._adaptive_avg_pool2d.default",
+     "aten.adaptive_max_pool1d.default", "aten._adaptive_avg_pool3d.default", "aten.adaptive_max_pool3d.default")
+def _adaptive(b, r, x, output_size):
+    """Adaptive pooling to a size that divides the input: fixed windows that tile it."""
+    n = len(output_size)
+    sizes = shp(x)[-n:]
+    if any(s % o for s, o in zip(sizes, output_size)):
+        raise Unsupported(f"node {r['name']}: adaptive pooling to a size that does not divide the input",
+                          node=r["name"], op=r["target"])
+    kernel = [s // o for s, o in zip(sizes, output_size)]
+    out = pool(b, r, x, kernel, kernel, 0, 1, False, "avg" if "avg" in r["target"] else "max", n)
+    if "max" in r["target"]:
+        return Val(items=[out, Val(refused=f"node {r['name']}: max-pooling indices are integers, which are not "
+                                           "supported")])
+    return out

@@ -105,11 +105,15 @@ def _convolution(b, r, x, w, bias, stride, padding, dilation, transposed, output
                           f"do not fit a weight of {list(shp(w))}", node=node, op=r["target"])
     for i, p in enumerate(padding):
         x = pad(b, x, 2 + i, p, p)
-    u = windows(b, x, 2, kernel, stride, dilation)                       # [n, c, o1, k1, o2, k2, ..]
-    outs = [shp(u)[2 + 2 * i] for i in range(n)]
-    u = b.op("permute", u, perm=[0, 1] + [3 + 2 * i for i in range(n)] + [2 + 2 * i for i in range(n)])
-    places, depth = math.prod(outs), group_ch * math.prod(kernel)
-    a = reshape(b, u, [batch, groups, depth, places])                    # [n, g, c·k.., o..]
+    depth = group_ch * math.prod(kernel)
+    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):     # 1×1: the input is the operand
+        outs = list(shp(x)[2:])
+        a = reshape(b, x, [batch, groups, depth, math.prod(outs)])
+    else:
+        u = windows(b, x, 2, kernel, stride, dilation)                   # [n, c, o1, k1, o2, k2, ..]
+        outs = [shp(u)[2 + 2 * i] for i in range(n)]
+        u = b.op("permute", u, perm=[0, 1] + [3 + 2 * i for i in range(n)] + [2 + 2 * i for i in range(n)])
+        a = reshape(b, u, [batch, groups, depth, math.prod(outs)])      # [n, g, c·k.., o..]
     wm = reshape(b, w, [groups, out_ch // groups, depth])
     y = b.op("matmul", wm, a)                                            # [n, g, out/g, o..]: NC.. already
     if bias is not None:                                                 # added at the product's shape: its epilogue

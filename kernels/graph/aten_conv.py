@@ -7,9 +7,8 @@ with no copy; the weight ``[groups, out/groups, c·kh·kw]`` multiplies the wind
 as ``[n, groups, c·kh·kw, oh·ow]``, so the product lands in the output's own layout
 ``[n, out, oh, ow]`` and a bias fuses into its stores. The code generator materialises the
 windows where the GEMM cannot read them through one stride per dim (the im2col buffer, one
-pointwise group); a 1×1 convolution needs none. A transposed convolution is the direct one over the
-input spread ``stride`` apart (zeros between), padded by ``dilation·(k−1) − padding``, with
-the kernel flipped and its channel axes swapped.
+pointwise group); a 1×1 convolution needs none. A transposed convolution is one direct
+convolution per output phase (:func:`_transposed`), interleaved.
 
 Pooling reduces the same windows (``amax``; ``sum`` over the window dims divided by a count).
 Padding is a concatenation with a constant — ``-inf`` for max pooling, as torch pads it — and
@@ -86,23 +85,29 @@ def windows(b, x, first: int, kernel, stride, dilation):
 def _convolution(b, r, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
     node = r["name"]
     x, w = b.tensor(f32(b, x)), b.tensor(f32(b, w))
+    bias = None if bias is None else b.tensor(f32(b, bias))
     n = rank(x) - 2
     if n < 1 or rank(w) != n + 2:
         raise Unsupported(f"node {node}: a convolution of a rank-{rank(x)} input by a rank-{rank(w)} weight",
                           node=node, op=r["target"])
     stride, dilation = per_dim(stride, n, "stride", node), per_dim(dilation, n, "dilation", node)
     padding = per_dim(padding, n, "padding", node)
-    kernel = list(shp(w)[2:])
+    channels, weight_ch = shp(x)[1], shp(w)[0 if transposed else 1]
+    if channels != weight_ch * (1 if transposed else groups) or shp(w)[0] % groups:
+        raise Unsupported(f"node {node}: {channels} input channels and {groups} groups do not fit a "
+                          f"{'transposed ' if transposed else ''}weight of {list(shp(w))}", node=node, op=r["target"])
     if transposed:
-        x, w, padding = _as_direct(b, x, w, stride, padding, dilation, per_dim(output_padding, n, "output padding", node),
-                                   groups)
-        stride = [1] * n
-    lead = shp(x)[:2]
-    batch, channels = lead
+        return _transposed(b, x, w, bias, stride, padding, dilation,
+                           per_dim(output_padding, n, "output padding", node), groups)
+    return direct(b, x, w, bias, stride, padding, dilation, groups)
+
+
+def direct(b, x, w, bias, stride, padding, dilation, groups):
+    """The convolution of ``x [n, c, …]`` by ``w [out, c/groups, k…]`` (cross-correlation, as torch)."""
+    nsp = rank(x) - 2
+    kernel = list(shp(w)[2:])
+    batch = shp(x)[0]
     out_ch, group_ch = shp(w)[:2]
-    if channels != group_ch * groups or out_ch % groups:
-        raise Unsupported(f"node {node}: {channels} input channels, {out_ch} output channels and {groups} groups "
-                          f"do not fit a weight of {list(shp(w))}", node=node, op=r["target"])
     for i, p in enumerate(padding):
         x = pad(b, x, 2 + i, p, p)
     depth = group_ch * math.prod(kernel)
@@ -111,44 +116,83 @@ def _convolution(b, r, x, w, bias, stride, padding, dilation, transposed, output
         a = reshape(b, x, [batch, groups, depth, math.prod(outs)])
     else:
         u = windows(b, x, 2, kernel, stride, dilation)                   # [n, c, o1, k1, o2, k2, ..]
-        outs = [shp(u)[2 + 2 * i] for i in range(n)]
-        u = b.op("permute", u, perm=[0, 1] + [3 + 2 * i for i in range(n)] + [2 + 2 * i for i in range(n)])
+        outs = [shp(u)[2 + 2 * i] for i in range(nsp)]
+        u = b.op("permute", u, perm=[0, 1] + [3 + 2 * i for i in range(nsp)] + [2 + 2 * i for i in range(nsp)])
         a = reshape(b, u, [batch, groups, depth, math.prod(outs)])      # [n, g, c·k.., o..]
     wm = reshape(b, w, [groups, out_ch // groups, depth])
     y = b.op("matmul", wm, a)                                            # [n, g, out/g, o..]: NC.. already
     if bias is not None:                                                 # added at the product's shape: its epilogue
-        y = b.op("add", y, reshape(b, b.tensor(f32(b, bias)), [groups, out_ch // groups, 1]))
-    y = reshape(b, y, [batch, out_ch] + outs)
-    return y
+        y = b.op("add", y, reshape(b, bias, [groups, out_ch // groups, 1]))
+    return reshape(b, y, [batch, out_ch] + outs)
 
 
-def _as_direct(b, x, w, stride, padding, dilation, output_padding, groups):
-    """A transposed convolution's input, weight and padding for the direct convolution that
-    computes it (stride 1): the input spread ``stride`` apart, the kernel flipped with its
-    channel axes swapped per group, padding ``dilation·(k−1) − padding`` (+ output padding)."""
-    n = len(stride)
-    kernel = list(shp(w)[2:])
-    for i, s in enumerate(stride):
-        if s > 1:
-            x = _spread(b, x, 2 + i, s)
+def _transposed(b, x, w, bias, stride, padding, dilation, output_padding, groups):
+    """A transposed convolution, one output phase at a time (the sub-pixel form).
+
+    Along a dim, ``y[o] = Σ x[i]·w[k]`` over ``i·s + k·d − p = o``. The outputs ``o = s·q + ρ``
+    of one phase ``ρ`` take only the taps ``k`` with ``ρ + p − k·d`` a multiple of ``s``, every
+    ``t = s / gcd(s, d)``-th tap, and read ``x[q + (ρ + p − k·d) / s]``: a direct convolution of
+    ``x`` (stride 1, dilation ``d / gcd(s, d)``, the taps flipped) — so no product meets a zero
+    spread between the input's elements. The phases are interleaved back along each dim."""
+    nsp = rank(x) - 2
+    kernel, lengths = list(shp(w)[2:]), list(shp(x)[2:])
     in_ch, out_g = shp(w)[:2]
-    wg = reshape(b, w, [groups, in_ch // groups, out_g] + kernel)
-    wg = b.op("permute", wg, perm=[0, 2, 1] + [3 + i for i in range(n)])
-    wg = b.op("flip", wg, dims=[3 + i for i in range(n)])
-    w = reshape(b, wg, [groups * out_g, in_ch // groups] + kernel)
-    lo = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
-    for i in range(n):
-        x = pad(b, x, 2 + i, lo[i], lo[i] + output_padding[i])
-    return x, w, [0] * n
+    out_ch = out_g * groups
+    outs = [(n - 1) * s - 2 * p + d * (k - 1) + op + 1
+            for n, s, p, d, k, op in zip(lengths, stride, padding, dilation, kernel, output_padding)]
+    if min(outs) < 1:
+        raise Unsupported(f"node {b.origin}: the transposed convolution's output would be {outs}", node=b.origin)
+    swapped = b.op("permute", reshape(b, w, [groups, in_ch // groups, out_g] + kernel),
+                   perm=[0, 2, 1] + [3 + i for i in range(nsp)])
+    wd = reshape(b, swapped, [out_ch, in_ch // groups] + kernel)          # [out, in/groups, k…], unflipped
+    batch = shp(x)[0]
 
+    def phase(dim: int, rho: int):
+        """(taps, dilation, first input index, outputs) of phase ``rho`` along spatial dim ``dim``."""
+        s, p, d = stride[dim], padding[dim], dilation[dim]
+        taps = [k for k in range(kernel[dim]) if (rho + p - k * d) % s == 0]
+        count = len(range(rho, outs[dim], s))
+        if not taps:
+            return taps, 1, 0, count
+        return taps, d // math.gcd(s, d), (rho + p - taps[-1] * d) // s, count
 
-def _spread(b, x, dim: int, s: int):
-    """``x`` with ``s − 1`` zeros between neighbours along ``dim``."""
-    shape = list(shp(x))
-    y = reshape(b, x, shape[:dim + 1] + [1] + shape[dim + 1:])
-    y = pad(b, y, dim + 1, 0, s - 1)
-    y = reshape(b, y, shape[:dim] + [shape[dim] * s] + shape[dim + 1:])
-    return b.op("slice", y, dim=dim, start=0, stop=(shape[dim] - 1) * s + 1, step=1)
+    def one(rhos) -> object:
+        """Phase ``rhos`` (one per dim) as ``[n, out, q…]``, padded with zeros to the most outputs."""
+        most = [len(range(0, o, s)) for o, s in zip(outs, stride)]
+        got = [phase(i, r) for i, r in enumerate(rhos)]
+        if any(not taps or count == 0 or first > lengths[i] - 1 or first + count - 1 + (len(taps) - 1) * e < 0
+               for i, (taps, e, first, count) in enumerate(got)):
+            return b.op("expand", b.const_param(np.zeros((1,) * (nsp + 2))), shape=[batch, out_ch] + most)
+        xs, ws = x, wd
+        for i, (taps, e, first, count) in enumerate(got):
+            last = first + count - 1 + (len(taps) - 1) * e
+            xs = pad(b, xs, 2 + i, -first, last - (lengths[i] - 1))
+            step = taps[1] - taps[0] if len(taps) > 1 else 1
+            ws = b.op("slice", ws, dim=2 + i, start=taps[0], stop=taps[-1] + 1, step=step)
+        ws = b.op("flip", ws, dims=[2 + i for i in range(nsp)])
+        y = direct(b, xs, ws, None, [1] * nsp, [0] * nsp, [e for _, e, _, _ in got], groups)
+        for i, (_, _, _, count) in enumerate(got):
+            y = pad(b, y, 2 + i, 0, most[i] - count)
+        return y
+
+    def interleave(dim: int, rhos: tuple):
+        """Dims ``dim…`` interleaved from their phases (dims before ``dim`` fixed at ``rhos``)."""
+        if dim == nsp:
+            return one(rhos)
+        parts = [interleave(dim + 1, rhos + (r,)) for r in range(stride[dim])]
+        if len(parts) == 1:
+            y = parts[0]
+        else:
+            at = 2 + dim
+            shape = list(shp(parts[0]))
+            y = b.op("cat", *(reshape(b, t, shape[:at + 1] + [1] + shape[at + 1:]) for t in parts), dim=at + 1)
+            y = reshape(b, y, shape[:at] + [shape[at] * stride[dim]] + shape[at + 1:])
+        return y if shp(y)[2 + dim] == outs[dim] else b.op("slice", y, dim=2 + dim, start=0, stop=outs[dim], step=1)
+
+    y = interleave(0, ())
+    if bias is not None:
+        y = b.op("add", y, reshape(b, bias, [out_ch] + [1] * nsp))
+    return y
 
 
 @reg("aten.constant_pad_nd.default")

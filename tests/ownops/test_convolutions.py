@@ -39,13 +39,15 @@ class Model(nn.Module):
         self.t1 = nn.ConvTranspose1d(6, 4, 4, stride=3, padding=1, output_padding=2)
         self.t2 = nn.ConvTranspose2d(6, 9, 3, stride=(2, 1), padding=(0, 2), dilation=(1, 2), groups=3)
         self.t3 = nn.ConvTranspose3d(1, 2, 2, stride=2, bias=False)
+        self.t4 = nn.ConvTranspose2d(6, 4, 3, stride=2, dilation=2, padding=3)   # even phases have no taps
+        self.t5 = nn.ConvTranspose1d(6, 2, 2, stride=4, padding=1, output_padding=3)   # kernel < stride
 
     def forward(self, x):
         rows = x.flatten(2)                                    # [2, 6, 90]
         vol = x[:, :1].unsqueeze(1)                            # [2, 1, 1, 9, 10]
         vol = torch.cat([vol, vol * 0.5, vol - 1.0], dim=2)    # [2, 1, 3, 9, 10]
         return (self.c1(rows), self.c2(x), self.c3(x).relu(), self.c4(x), self.c5(vol),
-                self.t1(rows), self.t2(x), self.t3(vol))
+                self.t1(rows), self.t2(x), self.t3(vol), self.t4(x), self.t5(rows))
 """
 
 POOLING = """

@@ -81,6 +81,9 @@ def windows(b, x, first: int, kernel, stride, dilation):
 
 # --------------------------------------------------------------------------- convolution
 
+MAX_PHASES = 32     # a transposed convolution with more output phases (the strides' product) is spread
+
+
 @reg("aten.convolution.default")
 def _convolution(b, r, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
     node = r["name"]
@@ -97,8 +100,11 @@ def _convolution(b, r, x, w, bias, stride, padding, dilation, transposed, output
         raise Unsupported(f"node {node}: {channels} input channels and {groups} groups do not fit a "
                           f"{'transposed ' if transposed else ''}weight of {list(shp(w))}", node=node, op=r["target"])
     if transposed:
-        return _transposed(b, x, w, bias, stride, padding, dilation,
-                           per_dim(output_padding, n, "output padding", node), groups)
+        output_padding = per_dim(output_padding, n, "output padding", node)
+        if math.prod(stride) <= MAX_PHASES:
+            return _transposed(b, x, w, bias, stride, padding, dilation, output_padding, groups)
+        x, w, padding = _spread_form(b, x, w, stride, padding, dilation, output_padding, groups)
+        stride = [1] * n
     return direct(b, x, w, bias, stride, padding, dilation, groups)
 
 
@@ -193,6 +199,32 @@ def _transposed(b, x, w, bias, stride, padding, dilation, output_padding, groups
     if bias is not None:
         y = b.op("add", y, reshape(b, bias, [out_ch] + [1] * nsp))
     return y
+
+
+def _spread_form(b, x, w, stride, padding, dilation, output_padding, groups):
+    """The textbook form of a transposed convolution, for strides with more phases than
+    MAX_PHASES (one direct convolution each would make the program that much longer): the
+    input spread ``stride`` apart with zeros between, the kernel flipped with its channel
+    axes swapped per group, padding ``dilation·(k−1) − padding`` (+ output padding); the
+    direct convolution of that (stride 1) is the result, at the cost of the zeros' products."""
+    n = len(stride)
+    kernel = list(shp(w)[2:])
+    for i, s in enumerate(stride):
+        if s > 1:
+            shape = list(shp(x))
+            at = 2 + i
+            y = pad(b, reshape(b, x, shape[:at + 1] + [1] + shape[at + 1:]), at + 1, 0, s - 1)
+            y = reshape(b, y, shape[:at] + [shape[at] * s] + shape[at + 1:])
+            x = b.op("slice", y, dim=at, start=0, stop=(shape[at] - 1) * s + 1, step=1)
+    in_ch, out_g = shp(w)[:2]
+    wg = reshape(b, w, [groups, in_ch // groups, out_g] + kernel)
+    wg = b.op("permute", wg, perm=[0, 2, 1] + [3 + i for i in range(n)])
+    wg = b.op("flip", wg, dims=[3 + i for i in range(n)])
+    w = reshape(b, wg, [groups * out_g, in_ch // groups] + kernel)
+    lo = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
+    for i in range(n):
+        x = pad(b, x, 2 + i, lo[i], lo[i] + output_padding[i])
+    return x, w, [0] * n
 
 
 @reg("aten.constant_pad_nd.default")

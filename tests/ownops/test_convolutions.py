@@ -41,13 +41,15 @@ class Model(nn.Module):
         self.t3 = nn.ConvTranspose3d(1, 2, 2, stride=2, bias=False)
         self.t4 = nn.ConvTranspose2d(6, 4, 3, stride=2, dilation=2, padding=3)   # even phases have no taps
         self.t5 = nn.ConvTranspose1d(6, 2, 2, stride=4, padding=1, output_padding=3)   # kernel < stride
+        self.t6 = nn.ConvTranspose1d(6, 2, 3, stride=40, padding=2)   # more phases than MAX_PHASES: spread
 
     def forward(self, x):
         rows = x.flatten(2)                                    # [2, 6, 90]
         vol = x[:, :1].unsqueeze(1)                            # [2, 1, 1, 9, 10]
         vol = torch.cat([vol, vol * 0.5, vol - 1.0], dim=2)    # [2, 1, 3, 9, 10]
         return (self.c1(rows), self.c2(x), self.c3(x).relu(), self.c4(x), self.c5(vol),
-                self.t1(rows), self.t2(x), self.t3(vol), self.t4(x), self.t5(rows))
+                self.t1(rows), self.t2(x), self.t3(vol), self.t4(x), self.t5(rows),
+                self.t6(rows[..., :5]))
 """
 
 POOLING = """
@@ -130,3 +132,13 @@ def test_the_window_view_is_numpy_sliding_windows():
     assert np.array_equal(got, want)
     with pytest.raises(opset.OpError):
         opset.infer("window", [((2, 4), "f32")], {"dim": 1, "size": 3, "step": 1, "dilation": 2})
+
+
+def test_a_transposed_convolution_with_many_phases_stays_a_small_program(tmp_path):
+    """One direct convolution per output phase would be 8³ of them here: past MAX_PHASES the
+    input is spread instead, and the graph stays the size of one convolution."""
+    from kernels.graph import aten_conv
+    src = problem("return self.up(x.unsqueeze(2)[..., :3, :3])", "self.up = nn.ConvTranspose3d(6, 2, 2, stride=8)")
+    result = imported(src, "wide_stride", tmp_path)
+    assert 8 ** 3 > aten_conv.MAX_PHASES
+    assert result.summary["graph"]["nodes"] < 100, result.summary["graph"]["ops"]   # one phase alone is ~15

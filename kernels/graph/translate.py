@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels.graph import opset
-from kernels.graph.ir import NAME, Graph, IRError, Node, Tensor
+from kernels.graph.ir import MAX_ELEMENTS, MAX_RANK, NAME, Graph, IRError, Node, Tensor
 
 C_RESERVED = set(keyword.kwlist) | {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
@@ -101,6 +101,9 @@ class Builder:
             shape, dtype = opset.infer(op, specs, attrs)
         except opset.OpError as exc:
             raise Unsupported(f"cannot translate node {self.origin}: {exc}", node=self.origin, op=op) from None
+        if len(shape) > MAX_RANK or math.prod(shape) > MAX_ELEMENTS:
+            raise Unsupported(f"node {self.origin}: its {op} would be a tensor of {list(shape)}; at most {MAX_RANK} "
+                              f"dims and {MAX_ELEMENTS} elements are supported", node=self.origin, op=op)
         name = self.fresh(self.origin or op)
         self.nodes.append(Node(name, op, tuple(args), tuple(shape), dict(attrs), dtype, self.origin))
         self.specs[name] = (tuple(shape), dtype)

@@ -142,3 +142,15 @@ def test_a_transposed_convolution_with_many_phases_stays_a_small_program(tmp_pat
     result = imported(src, "wide_stride", tmp_path)
     assert 8 ** 3 > aten_conv.MAX_PHASES
     assert result.summary["graph"]["nodes"] < 100, result.summary["graph"]["ops"]   # one phase alone is ~15
+
+
+def test_a_window_view_past_the_tensor_limit_is_refused_before_anything_holds_it(tmp_path, monkeypatch):
+    """The windows of a convolution or a pooling hold k times their input's elements as a
+    view: the IR's per-tensor limit applies to views too, at translation, so neither the
+    interpreter nor a generated kernel is ever asked to hold them."""
+    from kernels.graph import translate
+    monkeypatch.setattr(translate, "MAX_ELEMENTS", 5000)   # the 2·6·7·3·8·3 windows below hold 6048
+    result = import_problem(problem("return F.max_pool2d(x, 3, stride=1)") + TAIL, ops_dir=tmp_path)
+    assert not result.ok and result.failure.kind == "unsupported"
+    assert "5000 elements are supported" in result.failure.reason and result.failure.node
+    assert not list(tmp_path.glob("*/meta.json"))

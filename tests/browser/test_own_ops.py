@@ -1,5 +1,5 @@
 """Own ops in a real browser: a problem file pasted on the Import page is previewed (what is
-supported, the fusion groups) before anything is stored, a convolution is refused with its
+supported, the fusion groups) before anything is stored, a sort is refused with its
 reason, the import lands on the problem's page with its graph drawn, and the API imports
 another one through the same session."""
 import json
@@ -30,19 +30,18 @@ def get_init_inputs():
     return []
 '''
 
-CONV = PROBLEM.replace("return torch.softmax(x * 2.0, dim=1)",
-                       "return nn.functional.conv1d(x.unsqueeze(1), torch.ones(1, 1, 3))")
+SORTS = PROBLEM.replace("return torch.softmax(x * 2.0, dim=1)", "return torch.sort(x, dim=1).values")
 
 
 def test_a_problem_is_previewed_then_imported_and_shown_and_the_api_imports_another(login, server):
     page = login("engineer")
     page.goto(server["url"] + "/ops/import/")
-    page.fill("#id_source", CONV)
-    page.fill("#id_name", "browser_conv")
+    page.fill("#id_source", SORTS)
+    page.fill("#id_name", "browser_sort")
     page.click("button[value=preview]")
     page.wait_for_selector("#preview, #refusal")
     text = page.locator("main").inner_text() if page.locator("main").count() else page.inner_text("body")
-    assert "conv" in text.lower() and ("not importable" in text or "Refused" in text)
+    assert "sort" in text.lower() and ("not importable" in text or "Refused" in text)
 
     page.fill("#id_source", PROBLEM)
     page.fill("#id_name", "browser_softmax")

@@ -19,19 +19,15 @@ pytestmark = pytest.mark.django_db
 PROBLEMS = Path(__file__).resolve().parents[1] / "ownops" / "problems"
 GELU = (PROBLEMS / "gemm_bias_gelu.py").read_text()
 SOFTMAX = (PROBLEMS / "softmax_rows.py").read_text()
-CONV = '''import torch
+SORTS = '''import torch
 import torch.nn as nn
 
 batch = 2
 
 
 class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 4, 3)
-
     def forward(self, x):
-        return self.conv(x)
+        return torch.sort(x.flatten(1), dim=1).values
 
 
 def get_inputs():
@@ -79,14 +75,14 @@ def test_the_api_imports_a_problem_and_it_becomes_a_workload_like_the_built_ins(
 
 def test_an_unsupported_op_is_a_400_naming_it_and_nothing_is_stored(people, ops_dir):
     erin = client_for(people["erin"])
-    resp = api(erin, "/api/workloads", {"source": CONV})
+    resp = api(erin, "/api/workloads", {"source": SORTS})
     assert resp.status_code == 400
     err = resp.json()
-    assert err["field"] == "source" and "conv" in err["error"].lower()
+    assert err["field"] == "source" and "sort" in err["error"].lower()
     assert err["failure"]["kind"]
     assert not om.ImportedOp.objects.exists()
     assert not any(ops_dir.iterdir()) or not (ops_dir / "index.json").exists() or \
-        "conv" not in (ops_dir / "index.json").read_text()
+        "sort" not in (ops_dir / "index.json").read_text()
 
 
 def test_a_syntax_error_and_an_empty_file_are_400s_with_the_reason(people):
@@ -107,7 +103,7 @@ def test_a_viewer_cannot_import(people):
 
 def test_the_preview_says_what_is_supported_and_stores_nothing(people):
     erin = client_for(people["erin"])
-    resp = api(erin, "/api/workloads/preview", {"source": CONV})
+    resp = api(erin, "/api/workloads/preview", {"source": SORTS})
     assert resp.status_code == 200
     body = resp.json()
     assert body["supported"] is False and any(not s["supported"] for s in body["survey"])
@@ -123,7 +119,7 @@ def test_the_import_page_previews_then_imports(people):
     assert not om.ImportedOp.objects.exists()
     done = erin.post("/ops/import/", {"source": SOFTMAX, "name": "rows_softmax", "action": "import"})
     assert done.status_code == 302 and done["Location"] == "/ops/rows_softmax/"
-    refused = erin.post("/ops/import/", {"source": CONV, "action": "import"})
+    refused = erin.post("/ops/import/", {"source": SORTS, "action": "import"})
     assert refused.status_code == 400 and "Refused" in refused.content.decode()
 
 
@@ -133,8 +129,8 @@ def test_the_command_line_imports_and_refuses_with_the_apis_messages(people, tmp
     out = io.StringIO()
     call_command("import_op", str(f), "--name", "cli_softmax", "--json", "--as", "erin", stdout=out)
     assert json.loads(out.getvalue())["name"] == "cli_softmax"
-    bad = tmp_path / "conv.py"
-    bad.write_text(CONV)
+    bad = tmp_path / "sorts.py"
+    bad.write_text(SORTS)
     with pytest.raises(CommandError) as err:
         call_command("import_op", str(bad), "--as", "erin", stdout=io.StringIO())
     assert err.value.returncode == 2 and str(err.value).startswith("source: ")
@@ -145,7 +141,7 @@ def test_kernelbench_prints_one_json_object_with_the_names_scripts_rely_on(tmp_p
     folder = tmp_path / "problems"
     folder.mkdir()
     (folder / "softmax_rows.py").write_text(SOFTMAX)
-    (folder / "conv_net.py").write_text(CONV)
+    (folder / "sort_net.py").write_text(SORTS)
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
     env.update(INT21_VAR_DIR=str(tmp_path / "var"), INT21_OPS_DIR=str(tmp_path / "ops"))
     root = Path(__file__).resolve().parents[2]
@@ -163,7 +159,7 @@ def test_kernelbench_prints_one_json_object_with_the_names_scripts_rely_on(tmp_p
     for r in rows.values():
         assert set(r) >= {"name", "supported", "reason", "correct", "speedup_eager", "speedup_compile",
                           "evaluations", "minutes"}
-    assert rows["conv_net"]["supported"] is False and "conv" in rows["conv_net"]["reason"].lower()
+    assert rows["sort_net"]["supported"] is False and "sort" in rows["sort_net"]["reason"].lower()
     ok = rows["softmax_rows"]
     assert ok["supported"] and ok["correct"] and ok["evaluations"] >= 1 and ok["speedup_eager"] > 0
     assert ok["speedup_compile"] is None

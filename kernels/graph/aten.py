@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from kernels.graph import aten_conv, aten_pointwise, aten_tensor  # noqa: F401  (they register the handlers)
+from kernels.graph import aten_conv, aten_gather, aten_pointwise, aten_tensor  # noqa: F401  (they register the handlers)
 from kernels.graph.aten_base import HANDLERS, reshape, shp, why_unsupported  # noqa: F401
 from kernels.graph.ir import Tensor
 from kernels.graph.translate import TORCH_DTYPES, Builder, Unsupported, Val, c_name, finish, torch_shape

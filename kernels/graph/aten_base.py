@@ -4,8 +4,9 @@
 ``(builder, record, *args, **kwargs) -> Val | None`` that emits the equivalent IR through
 :class:`~kernels.graph.translate.Builder`; handlers register themselves with ``@reg`` in
 :mod:`aten_pointwise` (elementwise ops, folded constants) and :mod:`aten_tensor`
-(reductions, softmax, norms, matmul, attention, views, cat) and :mod:`aten_conv`
-(convolutions, constant padding, pooling). Anything not in the table is
+(reductions, softmax, norms, matmul, attention, views, cat), :mod:`aten_conv`
+(convolutions, constant padding, pooling) and :mod:`aten_gather` (indexing at constant
+positions, upsampling). Anything not in the table is
 refused by name (``UNSUPPORTED_WHY`` words the common families).
 """
 from __future__ import annotations
@@ -18,15 +19,16 @@ HANDLERS: dict = {}
 
 UNSUPPORTED_WHY = {
     "pool": "this pooling is not supported (max and average pooling over 1-3 dims are)",
-    "index": "indexing by tensors is not supported",
+    "index": "indexing by tensors is supported at positions fixed in the model only (one index tensor)",
     "gather": "gather/scatter are not supported", "scatter": "gather/scatter are not supported",
     "sort": "sorting is not supported", "topk": "top-k is not supported",
     "argmax": "argmax/argmin produce integer tensors, which are not supported",
     "argmin": "argmax/argmin produce integer tensors, which are not supported",
     "embedding": "only embedding lookups at positions fixed in the model are supported (aten.embedding)",
-    "pad": "only constant padding is supported (reflect, replicate and circular are not)",
+    "pad": "this padding is not supported (constant, reflect and replicate are)",
     "roll": "roll is not supported",
-    "upsample": "upsampling is not supported", "interpolate": "interpolation is not supported",
+    "upsample": "this upsampling mode is not supported (nearest, linear, bilinear, trilinear are)",
+    "interpolate": "this interpolation is not supported",
     "empty": "uninitialised tensors (torch.empty) are not supported",
 }
 

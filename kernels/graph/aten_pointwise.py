@@ -185,6 +185,8 @@ def _to_copy(b, r, x, dtype=None, **kwargs):
         return f32(b, x)
     if want == "torch.bool":
         return as_bool(b, x)
+    if want in ("torch.int64", "torch.int32") and isinstance(x, Val) and x.const is not None:
+        return Val(const=np.trunc(x.const).astype(np.int64))   # positions computed from arange: folded
     raise Unsupported(f"node {r['name']} converts to {want}; only float32 (and bool masks) are supported",
                       node=r["name"], op="aten._to_copy.default", kind="dtype")
 

@@ -1,8 +1,9 @@
-"""Convolutions, padding and pooling (kernels/graph/aten_conv.py): every argument torch takes
-lands on the same numbers. Each model below returns many differently configured results at
-once (one capture in the sandbox each); the import refuses any whose float64 interpreter
-leaves torch's float32 outputs, and the generated kernel is judged by the harness against
-that interpreter at the problem's awkward shape."""
+"""Convolutions, padding, pooling, constant gathers and upsampling (kernels/graph/aten_conv.py,
+aten_gather.py): every argument torch takes lands on the same numbers. Each model below
+returns many differently configured results at once (one capture in the sandbox each); the
+import refuses any whose float64 interpreter leaves torch's float32 outputs, and the
+generated kernel is judged by the harness against that interpreter at the problem's awkward
+shape."""
 import textwrap
 
 import numpy as np
@@ -74,6 +75,30 @@ class Model(nn.Module):
 """
 
 
+RESAMPLING = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        rows = x.flatten(2)
+        return (F.pad(x, (2, 1, 3, 2), mode="reflect"),
+                F.pad(rows, (3, 4), mode="replicate"),
+                torch.roll(x, shifts=(2, -3), dims=(2, 3)),
+                x.index_select(1, torch.tensor([4, 0, 0, 5, 1])),
+                x[:, [2, 0, 1]] * 2.0,
+                x[..., torch.arange(9, -1, -3)],
+                F.interpolate(x, scale_factor=2, mode="nearest"),
+                F.interpolate(x, size=(7, 13), mode="nearest"),
+                F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False),
+                F.interpolate(x, size=(5, 17), mode="bilinear", align_corners=True),
+                F.interpolate(rows, scale_factor=1.5, mode="linear"),
+                F.interpolate(x.unsqueeze(1), scale_factor=(1, 2, 1), mode="trilinear"))
+"""
+
+
 def imported(source, name, tmp_path):
     result = import_problem(textwrap.dedent(source) + TAIL, name=name, ops_dir=tmp_path)
     assert result.ok, result.failure and f"{result.failure.kind}: {result.failure.reason}"
@@ -81,7 +106,8 @@ def imported(source, name, tmp_path):
 
 
 @pytest.mark.parametrize("source,name,families", [(CONVOLUTIONS, "convolutions", {"matmul", "cat"}),
-                                                  (POOLING, "pooling", {"reduction", "cat"})])
+                                                  (POOLING, "pooling", {"reduction", "cat"}),
+                                                  (RESAMPLING, "resampling", {"matmul", "cat"})])
 def test_every_form_matches_torch_and_its_kernel_is_judged_correct(source, name, families, tmp_path, monkeypatch):
     monkeypatch.setenv("INT21_OPS_DIR", str(tmp_path))
     result = imported(source, name, tmp_path)
@@ -90,7 +116,7 @@ def test_every_form_matches_torch_and_its_kernel_is_judged_correct(source, name,
     reports = [r for s in meta["shapes"] for r in s["check"]]
     assert reports and all(r["passed"] for r in reports)
     assert families <= {g["family"] for g in result.summary["groups"]}
-    assert "window" in result.summary["graph"]["ops"]
+    assert name == "resampling" or "window" in result.summary["graph"]["ops"]
     from kernels import workloads
     from kernels.harness.evaluator import EvalSettings, Evaluator
     wl = workloads.get(name)
@@ -114,13 +140,16 @@ def test_a_one_by_one_convolution_reads_its_input_in_place(tmp_path):
     assert groups[0]["family"] == "matmul" and groups[0]["domain"] == [2, 1, 8, 90]
 
 
-@pytest.mark.parametrize("forward,words", [
-    ("return F.avg_pool2d(x, 2, stride=2, ceil_mode=True)", "ceil_mode adds windows past the input"),
-    ("return F.pad(x, (1, 1, 1, 1), mode='reflect')", "not supported"),
+@pytest.mark.parametrize("forward,kind,words", [
+    ("return F.avg_pool2d(x, 2, stride=2, ceil_mode=True)", "unsupported", "ceil_mode adds windows past the input"),
+    ("return F.pad(x, (1, 1, 1, 1), mode='circular')", "unsupported", "not supported"),
+    # positions computed from the inputs: refused where they turn into integers, before any gather
+    ("return x.index_select(1, (x[0, :, 0, 0] > 0).long())", "dtype", "converts to torch.int64"),
+    ("return x[:, [0, 2], [1, 3]]", "unsupported", "2 tensors at once is supported where each"),
 ])
-def test_what_we_cannot_mirror_is_refused_with_a_reason(forward, words, tmp_path):
+def test_what_we_cannot_mirror_is_refused_with_a_reason(forward, kind, words, tmp_path):
     result = import_problem(problem(forward) + TAIL, ops_dir=tmp_path)
-    assert not result.ok and result.failure.kind == "unsupported"
+    assert not result.ok and result.failure.kind == kind
     assert words in result.failure.reason and result.failure.node, result.failure.reason
 
 
@@ -154,3 +183,17 @@ def test_a_window_view_past_the_tensor_limit_is_refused_before_anything_holds_it
     assert not result.ok and result.failure.kind == "unsupported"
     assert "5000 elements are supported" in result.failure.reason and result.failure.node
     assert not list(tmp_path.glob("*/meta.json"))
+
+
+@pytest.mark.parametrize("idx,want", [
+    ([0, 0, 1, 1, 2, 2], [(0, 1, 3, 2)]),                                  # nearest, twice the size
+    ([2, 1, 0, 1, 2, 3, 4, 3, 2], [(2, -1, 3, 1), (1, 1, 4, 1), (3, -1, 2, 1)]),   # reflect by 2
+    ([0, 0, 0, 1, 2, 3, 4, 4], [(0, 0, 1, 3), (1, 1, 4, 1), (4, 0, 1, 1)]),   # replicate
+    ([4, 5, 0, 1, 2, 3], [(4, 1, 2, 1), (0, 1, 4, 1)]),                     # roll by 2
+])
+def test_a_constant_gather_is_runs_of_slices(idx, want):
+    from kernels.graph.aten_gather import runs
+    got = runs(np.array(idx))
+    assert got == want
+    rebuilt = [f + s * i for f, s, c, r in got for i in range(c) for _ in range(r)]
+    assert rebuilt == idx

@@ -303,10 +303,15 @@ def _max_pool1d(b, r, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
     return pool(b, r, x, kernel_size, stride, padding, dilation, ceil_mode, "max", 1)
 
 
+def _without_indices(r, out) -> Val:
+    """A max pooling's (values, indices): the indices are integers, refused if anything uses them."""
+    return Val(items=[out, Val(refused=f"node {r['name']}: max-pooling indices are integers, which are not supported")])
+
+
 @reg("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
 def _max_pool(b, r, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    return Val(items=[pool(b, r, x, kernel_size, stride, padding, dilation, ceil_mode, "max", _pool_dims(r["target"])),
-                      Val(refused=f"node {r['name']}: max-pooling indices are integers, which are not supported")])
+    return _without_indices(r, pool(b, r, x, kernel_size, stride, padding, dilation, ceil_mode, "max",
+                                    _pool_dims(r["target"])))
 
 
 @reg("aten.adaptive_max_pool2d.default", "aten._adaptive_avg_pool2d.default",
@@ -320,7 +325,4 @@ def _adaptive(b, r, x, output_size):
                           node=r["name"], op=r["target"])
     kernel = [s // o for s, o in zip(sizes, output_size)]
     out = pool(b, r, x, kernel, kernel, 0, 1, False, "avg" if "avg" in r["target"] else "max", n)
-    if "max" in r["target"]:
-        return Val(items=[out, Val(refused=f"node {r['name']}: max-pooling indices are integers, which are not "
-                                           "supported")])
-    return out
+    return _without_indices(r, out) if "max" in r["target"] else out

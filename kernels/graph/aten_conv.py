@@ -148,9 +148,7 @@ def _transposed(b, x, w, bias, stride, padding, dilation, output_padding, groups
             for n, s, p, d, k, op in zip(lengths, stride, padding, dilation, kernel, output_padding)]
     if min(outs) < 1:
         raise Unsupported(f"node {b.origin}: the transposed convolution's output would be {outs}", node=b.origin)
-    swapped = b.op("permute", reshape(b, w, [groups, in_ch // groups, out_g] + kernel),
-                   perm=[0, 2, 1] + [3 + i for i in range(nsp)])
-    wd = reshape(b, swapped, [out_ch, in_ch // groups] + kernel)          # [out, in/groups, k…], unflipped
+    wd = swapped(b, w, groups)                                           # [out, in/groups, k…], unflipped
     batch = shp(x)[0]
 
     def phase(dim: int, rho: int):
@@ -201,6 +199,16 @@ def _transposed(b, x, w, bias, stride, padding, dilation, output_padding, groups
     return y
 
 
+def swapped(b, w, groups: int):
+    """A transposed convolution's weight ``[in, out/groups, k…]`` as a direct one's
+    ``[out, in/groups, k…]``: the channel axes swapped within each group (taps unflipped)."""
+    in_ch, out_g = shp(w)[:2]
+    kernel = list(shp(w)[2:])
+    w = b.op("permute", reshape(b, w, [groups, in_ch // groups, out_g] + kernel),
+             perm=[0, 2, 1] + [3 + i for i in range(len(kernel))])
+    return reshape(b, w, [groups * out_g, in_ch // groups] + kernel)
+
+
 def _spread_form(b, x, w, stride, padding, dilation, output_padding, groups):
     """The textbook form of a transposed convolution, for strides with more phases than
     MAX_PHASES (one direct convolution each would make the program that much longer): the
@@ -216,11 +224,7 @@ def _spread_form(b, x, w, stride, padding, dilation, output_padding, groups):
             y = pad(b, reshape(b, x, shape[:at + 1] + [1] + shape[at + 1:]), at + 1, 0, s - 1)
             y = reshape(b, y, shape[:at] + [shape[at] * s] + shape[at + 1:])
             x = b.op("slice", y, dim=at, start=0, stop=(shape[at] - 1) * s + 1, step=1)
-    in_ch, out_g = shp(w)[:2]
-    wg = reshape(b, w, [groups, in_ch // groups, out_g] + kernel)
-    wg = b.op("permute", wg, perm=[0, 2, 1] + [3 + i for i in range(n)])
-    wg = b.op("flip", wg, dims=[3 + i for i in range(n)])
-    w = reshape(b, wg, [groups * out_g, in_ch // groups] + kernel)
+    w = b.op("flip", swapped(b, w, groups), dims=[2 + i for i in range(n)])
     lo = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
     for i in range(n):
         x = pad(b, x, 2 + i, lo[i], lo[i] + output_padding[i])
